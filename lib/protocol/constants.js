@@ -1,0 +1,116 @@
+'use strict';
+
+// Every number below is from PROTOCOL.md; reverse maps are derived, never typed twice.
+
+/** Message types (PROTOCOL.md section 3). 5..8 follow the [decision] numbering: 5/6 CLOSE, 7/8 HEARTBEAT. */
+const MESSAGE_TYPES = Object.freeze({
+  FAILURE_CONF: 1,
+  FAILURE_EVENT: 2,
+  OPEN_REQ: 3,
+  OPEN_CONF: 4,
+  CLOSE_REQ: 5,
+  CLOSE_CONF: 6,
+  HEARTBEAT_REQ: 7,
+  HEARTBEAT_CONF: 8,
+  QUERY_REQ: 9,
+  QUERY_RESP: 10,
+  PARAM_REQ: 11,
+  PARAM_CONF: 12,
+});
+
+/** Which side sends each type. A type arriving from the wrong side is rejected as unknown. */
+const ROUTER_TO_HOST = Object.freeze(new Set([
+  MESSAGE_TYPES.OPEN_REQ, MESSAGE_TYPES.CLOSE_REQ, MESSAGE_TYPES.HEARTBEAT_REQ,
+  MESSAGE_TYPES.QUERY_REQ, MESSAGE_TYPES.PARAM_REQ,
+]));
+const HOST_TO_ROUTER = Object.freeze(new Set(
+  Object.values(MESSAGE_TYPES).filter((id) => !ROUTER_TO_HOST.has(id)),
+));
+
+/** Tagged fields (PROTOCOL.md section 4). */
+const TAGS = Object.freeze({
+  ERROR: 1,
+  CONFIG: 2,
+  SUBTYPE: 3,
+  CED: 4,
+  CLID: 5,
+  CDPD: 6,
+  ROUTING_CLIENT: 7,
+  DN: 8,
+  VAR1: 9,
+  VAR2: 10,
+  VAR3: 11,
+  VAR4: 12,
+  VAR5: 13,
+  VAR6: 14,
+  VAR7: 15,
+  VAR8: 16,
+  VAR9: 17,
+  VAR10: 18,
+  SESSION_KEY: 19,
+  ECC: 20,
+  ECC_ARRAY: 21,
+});
+
+/** Status codes (PROTOCOL.md section 5). */
+const STATUS = Object.freeze({
+  E_AG_NO_ERROR: 0,
+  E_AG_INVALID_VERSION: 1,
+  E_AG_SESSION_ACTIVE: 2,
+  E_AG_HOST_OFFLINE: 3,
+  E_AG_INVALID_MESSAGE: 4,
+  E_AG_SESSION_INACTIVE: 5,
+  E_AG_HOST_ERROR1: 6,
+  E_AG_HOST_ERROR2: 7,
+  E_AG_INVALID_KEY: 8,
+});
+
+/** QUERY_REQ flag bits (PROTOCOL.md section 3); other bits are ignored. */
+const QUERY_FLAGS = Object.freeze({
+  DUPLICATE: 0x01,
+  NO_SCRIPT_REPLY: 0x02,
+});
+
+function invert(table) {
+  const out = Object.create(null);
+  for (const [name, id] of Object.entries(table)) out[id] = name;
+  return Object.freeze(out);
+}
+
+const MESSAGE_NAMES = invert(MESSAGE_TYPES);
+const TAG_NAMES = invert(TAGS);
+const STATUS_NAMES = invert(STATUS);
+
+/** The message header: UINT32 MessageLength (body bytes only) then UINT32 MessageType. */
+const HEADER_LENGTH = 8;
+/** [decision] MessageLength above this is fatal the moment the header arrives. */
+const DEFAULT_MAX_MESSAGE_LENGTH = 8 * 1024;
+/** The length of a tag is one byte. */
+const MAX_TAG_DATA = 255;
+/** [decision] ECC limits taken from the CTI convention. */
+const MAX_ECC_NAME = 32;
+const MAX_ECC_VALUE = 210;
+/** Peripheral variables are 40 characters in ICM; ICM truncates longer values itself. */
+const ICM_VAR_LENGTH = 40;
+const VAR_COUNT = 10;
+const MAX_UINT32 = 0xffffffff;
+
+module.exports = {
+  MESSAGE_TYPES,
+  MESSAGE_NAMES,
+  ROUTER_TO_HOST,
+  HOST_TO_ROUTER,
+  TAGS,
+  TAG_NAMES,
+  STATUS,
+  STATUS_NAMES,
+  QUERY_FLAGS,
+  HEADER_LENGTH,
+  DEFAULT_MAX_MESSAGE_LENGTH,
+  MAX_TAG_DATA,
+  MAX_ECC_NAME,
+  MAX_ECC_VALUE,
+  ICM_VAR_LENGTH,
+  VAR_COUNT,
+  MAX_UINT32,
+};

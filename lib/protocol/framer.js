@@ -1,0 +1,122 @@
+'use strict';
+
+const { HEADER_LENGTH, DEFAULT_MAX_MESSAGE_LENGTH } = require('./constants');
+const { ProtocolError, ERROR_CODES } = require('./errors');
+
+/**
+ * Streaming framer: feed it TCP chunks of any size, it calls onFrame(typeId, body) once per
+ * complete message (PROTOCOL.md section 2).
+ *
+ * - A frame that lies inside one chunk is handed out as a view of that chunk (no copy). Socket
+ *   chunks are never reused by Node, so the view stays valid for as long as the caller keeps it.
+ * - A frame that spans chunks is copied once into a buffer allocated at its exact size; that
+ *   buffer belongs to the caller from then on (the framer never writes into it again).
+ * - MessageLength is checked against maxMessageLength the moment the 8 header bytes are there,
+ *   before any of the body is buffered; an oversized length is fatal and the framer stops.
+ *
+ * State is advanced before each callback, so a callback that throws leaves the framer consistent.
+ */
+class Framer {
+  constructor({ maxMessageLength = DEFAULT_MAX_MESSAGE_LENGTH, onFrame, onError } = {}) {
+    if (typeof onFrame !== 'function') throw new TypeError('Framer needs an onFrame callback');
+    this.maxMessageLength = maxMessageLength;
+    this.onFrame = onFrame;
+    this.onError = onError || throwError;
+    this._header = Buffer.allocUnsafe(HEADER_LENGTH); // holds a header split across chunks
+    this._headerFill = 0;
+    this._body = null; // the exact-size buffer of a body split across chunks
+    this._bodyFill = 0;
+    this._typeId = 0;
+    this.failed = false;
+  }
+
+  /** Bytes held between chunks: at most 8 header bytes plus one body under the limit. */
+  get bufferedBytes() {
+    return this._headerFill + this._bodyFill;
+  }
+
+  push(chunk) {
+    if (this.failed) return;
+    let offset = 0;
+    const end = chunk.length;
+
+    if (this._body !== null) offset = this._continueBody(chunk, 0);
+
+    while (offset < end && !this.failed) {
+      if (this._headerFill > 0) {
+        offset = this._continueHeader(chunk, offset);
+        continue;
+      }
+      if (end - offset < HEADER_LENGTH) {
+        chunk.copy(this._header, 0, offset, end);
+        this._headerFill = end - offset;
+        return;
+      }
+      const length = chunk.readUInt32BE(offset);
+      const typeId = chunk.readUInt32BE(offset + 4);
+      if (!this._checkLength(length, typeId)) return;
+      const bodyStart = offset + HEADER_LENGTH;
+      if (end - bodyStart >= length) {
+        offset = bodyStart + length;
+        this.onFrame(typeId, chunk.subarray(bodyStart, offset));
+      } else {
+        this._typeId = typeId;
+        this._body = Buffer.allocUnsafe(length);
+        this._bodyFill = 0;
+        offset = this._continueBody(chunk, bodyStart);
+      }
+    }
+  }
+
+  _continueHeader(chunk, offset) {
+    const take = Math.min(HEADER_LENGTH - this._headerFill, chunk.length - offset);
+    chunk.copy(this._header, this._headerFill, offset, offset + take);
+    this._headerFill += take;
+    offset += take;
+    if (this._headerFill < HEADER_LENGTH) return offset;
+    this._headerFill = 0;
+    const length = this._header.readUInt32BE(0);
+    const typeId = this._header.readUInt32BE(4);
+    if (!this._checkLength(length, typeId)) return chunk.length;
+    if (length === 0) {
+      this.onFrame(typeId, EMPTY);
+      return offset;
+    }
+    this._typeId = typeId;
+    this._body = Buffer.allocUnsafe(length);
+    this._bodyFill = 0;
+    return this._continueBody(chunk, offset);
+  }
+
+  _continueBody(chunk, offset) {
+    const body = this._body;
+    const take = Math.min(body.length - this._bodyFill, chunk.length - offset);
+    chunk.copy(body, this._bodyFill, offset, offset + take);
+    this._bodyFill += take;
+    offset += take;
+    if (this._bodyFill === body.length) {
+      this._body = null;
+      this._bodyFill = 0;
+      this.onFrame(this._typeId, body);
+    }
+    return offset;
+  }
+
+  _checkLength(length, typeId) {
+    if (length <= this.maxMessageLength) return true;
+    this.failed = true;
+    this._headerFill = 0;
+    this.onError(new ProtocolError(ERROR_CODES.FRAME_TOO_LARGE,
+      `MessageLength ${length} is over the limit of ${this.maxMessageLength} bytes`,
+      { fatal: true, typeId }));
+    return false;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function throwError(err) {
+  throw err;
+}
+
+module.exports = { Framer };

@@ -1,0 +1,24 @@
+'use strict';
+
+// The public surface of the GED-145 codec. No sockets and no timers in this package.
+
+const constants = require('./constants');
+const { ProtocolError, EncodeError, ERROR_CODES } = require('./errors');
+const { Framer } = require('./framer');
+const { decode } = require('./parser');
+const { encode, serialize } = require('./serializer');
+const { MessageReader } = require('./reader');
+const messages = require('./messages');
+
+module.exports = {
+  ...constants,
+  ProtocolError,
+  EncodeError,
+  ERROR_CODES,
+  Framer,
+  MessageReader,
+  decode,
+  encode,
+  serialize,
+  messages,
+};

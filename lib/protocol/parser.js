@@ -1,0 +1,213 @@
+'use strict';
+
+// Decoder: (MessageType, body) -> message. The byte layouts are declared with binary-parser so
+// that each reads like its table in PROTOCOL.md; what binary-parser does not check (tag overrun,
+// a dangling byte, ECC layout) is validated here and turned into a ProtocolError (a reject).
+
+const { Parser } = require('binary-parser');
+const {
+  MESSAGE_TYPES: T, MESSAGE_NAMES, TAGS, ROUTER_TO_HOST, HOST_TO_ROUTER,
+} = require('./constants');
+const { ProtocolError, ERROR_CODES } = require('./errors');
+const {
+  FailureConf, FailureEvent, OpenReq, InvokeOnly, QueryReq, QueryResp, ParamReq,
+} = require('./messages');
+
+// PROTOCOL.md section 4: UCHAR tag, UCHAR length, length bytes of data, back to back.
+// The data is located by offset, not sliced: text is read straight out of the body.
+const tag = new Parser().uint8('tag').uint8('length').saveOffset('offset').skip('length');
+
+function layout(fixed, withTags) {
+  const fixedSize = fixed.sizeOf();
+  const parser = withTags ? fixed.array('tags', { type: tag, readUntil: 'eof' }) : fixed;
+  parser.compile();
+  return { fixedSize, parser };
+}
+
+// Fixed parts, one per table row of PROTOCOL.md section 3.
+const LAYOUTS = {
+  [T.FAILURE_CONF]: layout(new Parser().uint32be('invokeId').uint32be('status'), true),
+  [T.FAILURE_EVENT]: layout(new Parser().uint32be('status'), true),
+  [T.OPEN_REQ]: layout(new Parser()
+    .uint32be('invokeId').uint32be('version').uint32be('idleTimeoutMs').uint32be('encryption'), true),
+  [T.OPEN_CONF]: layout(new Parser().uint32be('invokeId'), false),
+  [T.CLOSE_REQ]: layout(new Parser().uint32be('invokeId'), false), // a trailing Status word is ignored
+  [T.CLOSE_CONF]: layout(new Parser().uint32be('invokeId'), false),
+  [T.HEARTBEAT_REQ]: layout(new Parser().uint32be('invokeId'), false),
+  [T.HEARTBEAT_CONF]: layout(new Parser().uint32be('invokeId'), false),
+  [T.QUERY_REQ]: layout(new Parser()
+    .uint32be('invokeId').uint32be('routerCallDay').uint32be('routerCallKey').uint8('flags'), true),
+  [T.QUERY_RESP]: layout(new Parser().uint32be('invokeId').uint32be('status'), true),
+  [T.PARAM_REQ]: layout(new Parser().uint32be('invokeId').uint32be('paramId').uint32be('paramValue'), false),
+  [T.PARAM_CONF]: layout(new Parser().uint32be('invokeId'), false),
+};
+
+/** Trailing NULs are stripped: scalar tags arrive with or without one (PROTOCOL.md section 4). */
+function text(body, t) {
+  const start = t.offset;
+  let end = start + t.length;
+  while (end > start && body[end - 1] === 0) end--;
+  return body.latin1Slice(start, end);
+}
+
+const dataOf = (body, t) => body.subarray(t.offset, t.offset + t.length);
+
+function reject(code, message, typeId, invokeId) {
+  return new ProtocolError(code, message, { typeId, invokeId });
+}
+
+function parseFixed(typeId, body) {
+  const { fixedSize, parser } = LAYOUTS[typeId];
+  const invokeId = typeId !== T.FAILURE_EVENT && body.length >= 4 ? body.readUInt32BE(0) : undefined;
+  if (body.length < fixedSize) {
+    throw reject(ERROR_CODES.TRUNCATED,
+      `${MESSAGE_NAMES[typeId]} body is ${body.length} bytes, its fixed part needs ${fixedSize}`, typeId, invokeId);
+  }
+  let fields;
+  try {
+    fields = parser.parse(body);
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    // The fixed part is there, so binary-parser can only run out of bytes inside the tag list:
+    // a lone byte where a tag header (tag + length) should be.
+    throw reject(ERROR_CODES.DANGLING_BYTE, `${MESSAGE_NAMES[typeId]} ends with a partial tag header`, typeId, invokeId);
+  }
+  const tags = fields.tags;
+  if (tags !== undefined) {
+    for (let i = 0; i < tags.length; i++) {
+      const t = tags[i];
+      if (t.offset + t.length > body.length) {
+        throw reject(ERROR_CODES.TAG_OVERRUN,
+          `tag ${t.tag} says ${t.length} bytes but only ${body.length - t.offset} remain`, typeId, invokeId);
+      }
+    }
+  }
+  return fields;
+}
+
+/** A router-chosen name such as `__proto__` must stay a plain own property. */
+function setOwn(obj, key, value) {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
+/** ECC: one or more `name NUL value NUL` pairs in one tag. */
+function readEcc(body, t, into, typeId, invokeId) {
+  const end = t.offset + t.length;
+  let pos = t.offset;
+  if (pos === end) throw reject(ERROR_CODES.BAD_ECC, 'ECC tag is empty', typeId, invokeId);
+  while (pos < end) {
+    const nameEnd = nulIn(body, pos, end);
+    const valueEnd = nameEnd < 0 ? -1 : nulIn(body, nameEnd + 1, end);
+    if (valueEnd < 0 || nameEnd === pos) {
+      throw reject(ERROR_CODES.BAD_ECC, 'ECC tag is not a list of name NUL value NUL pairs', typeId, invokeId);
+    }
+    setOwn(into, body.latin1Slice(pos, nameEnd), body.latin1Slice(nameEnd + 1, valueEnd));
+    pos = valueEnd + 1;
+  }
+}
+
+/** Index of the first NUL in body[from, end), or -1. */
+function nulIn(body, from, end) {
+  for (let i = from; i < end; i++) if (body[i] === 0) return i;
+  return -1;
+}
+
+/** ECC_ARRAY: UCHAR index, name NUL, value NUL. */
+function readEccArray(body, t, typeId, invokeId) {
+  const start = t.offset;
+  const end = start + t.length;
+  const nameEnd = t.length > 1 ? nulIn(body, start + 1, end) : -1;
+  const valueEnd = nameEnd < 0 ? -1 : nulIn(body, nameEnd + 1, end);
+  if (nameEnd <= start + 1 || valueEnd !== end - 1) {
+    throw reject(ERROR_CODES.BAD_ECC, 'ECC_ARRAY tag is not index, name NUL, value NUL', typeId, invokeId);
+  }
+  return { name: body.latin1Slice(start + 1, nameEnd), index: body[start], value: body.latin1Slice(nameEnd + 1, valueEnd) };
+}
+
+/** Fills the call-data tags shared by QUERY_REQ and QUERY_RESP; returns false for tags it does not know. */
+function readCallTag(msg, body, t, typeId) {
+  const id = t.tag;
+  if (id >= TAGS.VAR1 && id <= TAGS.VAR10) {
+    if (msg.vars === undefined) msg.vars = {};
+    msg.vars[id - TAGS.VAR1 + 1] = text(body, t);
+    return true;
+  }
+  switch (id) {
+    case TAGS.SUBTYPE: msg.subtype = text(body, t); return true;
+    case TAGS.CED: msg.ced = text(body, t); return true;
+    case TAGS.CLID: msg.clid = text(body, t); return true;
+    case TAGS.CDPD: msg.cdpd = text(body, t); return true;
+    case TAGS.ROUTING_CLIENT: msg.routingClient = text(body, t); return true;
+    case TAGS.DN: msg.dn = text(body, t); return true;
+    case TAGS.ECC:
+      if (msg.ecc === undefined) msg.ecc = {};
+      readEcc(body, t, msg.ecc, typeId, msg.invokeId);
+      return true;
+    case TAGS.ECC_ARRAY:
+      if (msg.eccArrays === undefined) msg.eccArrays = [];
+      msg.eccArrays.push(readEccArray(body, t, typeId, msg.invokeId));
+      return true;
+    default:
+      return false;
+  }
+}
+
+function keepUnknown(msg, body, t) {
+  if (msg.unknownTags === undefined) msg.unknownTags = [];
+  msg.unknownTags.push({ tag: t.tag, data: dataOf(body, t) });
+}
+
+function errorText(body, tags) {
+  for (let i = 0; i < tags.length; i++) if (tags[i].tag === TAGS.ERROR) return text(body, tags[i]);
+  return undefined;
+}
+
+function build(typeId, f, body) {
+  switch (typeId) {
+    case T.FAILURE_CONF: return new FailureConf(f.invokeId, f.status, errorText(body, f.tags));
+    case T.FAILURE_EVENT: return new FailureEvent(f.status, errorText(body, f.tags));
+    case T.OPEN_REQ: {
+      let config;
+      let sessionKey;
+      let unknownTags;
+      for (const t of f.tags) {
+        if (t.tag === TAGS.CONFIG) config = text(body, t);
+        else if (t.tag === TAGS.SESSION_KEY) sessionKey = dataOf(body, t);
+        else (unknownTags || (unknownTags = [])).push({ tag: t.tag, data: dataOf(body, t) });
+      }
+      return new OpenReq(f.invokeId, f.version, f.idleTimeoutMs, f.encryption, config, sessionKey, unknownTags);
+    }
+    case T.QUERY_REQ: {
+      const msg = new QueryReq(f.invokeId, f.routerCallDay, f.routerCallKey, f.flags);
+      for (const t of f.tags) if (!readCallTag(msg, body, t, typeId)) keepUnknown(msg, body, t);
+      return msg;
+    }
+    case T.QUERY_RESP: {
+      const msg = new QueryResp(f.invokeId, f.status);
+      for (const t of f.tags) if (!readCallTag(msg, body, t, typeId)) keepUnknown(msg, body, t);
+      return msg;
+    }
+    case T.PARAM_REQ: return new ParamReq(f.invokeId, f.paramId, f.paramValue);
+    default: return new InvokeOnly(typeId, MESSAGE_NAMES[typeId], f.invokeId);
+  }
+}
+
+/**
+ * decode(typeId, body, from) -> message. `from` is 'router' (the host's view: only router->host
+ * types are legal) or 'host' (the router simulator's view). Throws a ProtocolError (a reject)
+ * for any frame whose body is wrong; the framing itself is intact, so the stream carries on.
+ */
+function decode(typeId, body, from = 'router') {
+  const legal = from === 'router' ? ROUTER_TO_HOST : HOST_TO_ROUTER;
+  if (!legal.has(typeId)) {
+    const invokeId = body.length >= 4 ? body.readUInt32BE(0) : undefined;
+    if (LAYOUTS[typeId] === undefined) {
+      throw reject(ERROR_CODES.UNKNOWN_TYPE, `unknown MessageType ${typeId}`, typeId, invokeId);
+    }
+    throw reject(ERROR_CODES.WRONG_DIRECTION, `${MESSAGE_NAMES[typeId]} is never sent by the ${from}`, typeId, invokeId);
+  }
+  return build(typeId, parseFixed(typeId, body), body);
+}
+
+module.exports = { decode, LAYOUTS };
