@@ -1,0 +1,50 @@
+'use strict';
+
+// The admin HTTP port (express): /health, /ready, /sessions, /metrics.
+
+const http = require('node:http');
+const express = require('express');
+
+/**
+ * createAdminApp({ready(), sessions(), metrics()}) — each a function, so the same app serves a
+ * single gateway or a cluster primary that asks its workers.
+ */
+function createAdminApp({ ready, sessions, metrics, contentType = 'text/plain; version=0.0.4; charset=utf-8' }) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/health', (req, res) => res.json({ status: 'ok' }));
+  app.get('/ready', (req, res) => {
+    const ok = ready();
+    res.status(ok ? 200 : 503).json({ ready: ok });
+  });
+  app.get('/sessions', async (req, res, next) => {
+    try {
+      res.json(await sessions());
+    } catch (err) {
+      next(err);
+    }
+  });
+  app.get('/metrics', async (req, res, next) => {
+    try {
+      res.type(contentType).send(await metrics());
+    } catch (err) {
+      next(err);
+    }
+  });
+  app.use((req, res) => res.status(404).json({ error: 'not found' }));
+  app.use((err, req, res, next) => res.status(500).json({ error: err.message })); // eslint-disable-line no-unused-vars
+  return app;
+}
+
+function listenAdmin(app, port, host) {
+  const server = http.createServer(app);
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}
+
+module.exports = { createAdminApp, listenAdmin };

@@ -1,0 +1,87 @@
+'use strict';
+
+// A backend answer {vars, ecc, eccArrays, ced, cdpd} -> the fields of a QUERY_RESP, made
+// encodable: values become ASCII text (other characters become '?'), too-long values are cut to
+// the tag limits, and anything that cannot be carried is dropped. Each change is noted for the log.
+
+const { MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT } = require('../lib/protocol');
+
+const NON_ASCII = /[^\x01-\x7f]/g;
+const NON_ASCII_TEST = /[^\x01-\x7f]/;
+
+function toText(value, limit, field, notes) {
+  if (value === undefined || value === null) return undefined;
+  let s;
+  if (typeof value === 'string') s = value;
+  else if (typeof value === 'number' || typeof value === 'boolean') s = String(value);
+  else {
+    notes.push(`${field} dropped: not a string, number or boolean`);
+    return undefined;
+  }
+  if (NON_ASCII_TEST.test(s)) {
+    s = s.replace(NON_ASCII, '?');
+    notes.push(`${field}: non-ASCII characters replaced with '?'`);
+  }
+  if (s.length > limit) {
+    s = s.slice(0, limit);
+    notes.push(`${field} truncated to ${limit} bytes`);
+  }
+  return s;
+}
+
+function isObject(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Fills resp (a QUERY_RESP's fields) from answer; returns the notes (empty when nothing changed). */
+function fillAnswer(resp, answer) {
+  const notes = [];
+  resp.ced = toText(answer.ced, MAX_TAG_DATA, 'ced', notes);
+  resp.cdpd = toText(answer.cdpd, MAX_TAG_DATA, 'cdpd', notes);
+  if (isObject(answer.vars)) {
+    let vars;
+    for (const key of Object.keys(answer.vars)) {
+      const n = Number(key);
+      if (!Number.isInteger(n) || n < 1 || n > VAR_COUNT) {
+        notes.push(`vars.${key} dropped: not a peripheral variable 1..${VAR_COUNT}`);
+        continue;
+      }
+      const v = toText(answer.vars[key], MAX_TAG_DATA, `vars.${key}`, notes);
+      if (v !== undefined) (vars || (vars = {}))[n] = v;
+    }
+    resp.vars = vars;
+  }
+  if (isObject(answer.ecc)) {
+    let ecc;
+    for (const name of Object.keys(answer.ecc)) {
+      if (name.length === 0 || name.length > MAX_ECC_NAME || NON_ASCII_TEST.test(name)) {
+        notes.push(`ecc '${name.slice(0, 40)}' dropped: name must be 1..${MAX_ECC_NAME} ASCII characters`);
+        continue;
+      }
+      const v = toText(answer.ecc[name], MAX_ECC_VALUE, `ecc.${name}`, notes);
+      if (v !== undefined) {
+        if (!ecc) ecc = {};
+        if (name === '__proto__') Object.defineProperty(ecc, name, { value: v, enumerable: true, writable: true });
+        else ecc[name] = v;
+      }
+    }
+    resp.ecc = ecc;
+  }
+  if (Array.isArray(answer.eccArrays)) {
+    const out = [];
+    for (const el of answer.eccArrays) {
+      const ok = isObject(el) && typeof el.name === 'string' && el.name.length > 0 && el.name.length <= MAX_ECC_NAME
+        && !NON_ASCII_TEST.test(el.name) && Number.isInteger(el.index) && el.index >= 0 && el.index <= 255;
+      if (!ok) {
+        notes.push('an eccArrays element dropped: it needs name (1..32 ASCII), index (0..255) and value');
+        continue;
+      }
+      const v = toText(el.value === undefined ? '' : el.value, MAX_ECC_VALUE, `eccArrays.${el.name}[${el.index}]`, notes);
+      if (v !== undefined) out.push({ name: el.name, index: el.index, value: v });
+    }
+    resp.eccArrays = out.length > 0 ? out : undefined;
+  }
+  return notes;
+}
+
+module.exports = { fillAnswer };

@@ -1,0 +1,91 @@
+'use strict';
+
+const { loadConfig } = require('./config');
+const { startGateway, startCluster } = require('./index');
+const { startRestSim } = require('../rest-sim/server');
+const { createLogger } = require('../lib/logger');
+const { UsageError, OperatorError } = require('../lib/cli-errors');
+
+const summary = 'the GED-145 application gateway host (answers ICM routers from a REST backend)';
+const usage = `usage: ged145 gateway [options]
+
+  --config FILE          JSON config file (see docs/configuration.md)
+  --port N               GED-145 port for the routers (default 5000)
+  --host ADDR            address to listen on (default 0.0.0.0)
+  --backend URL          REST backend base URL for the default query contract
+  --engine NAME          HTTP client: undici (default) or axios
+  --deadline MS          per-query deadline (default 250, below the router's 300)
+  --admin-port N         admin HTTP port: /health /ready /sessions /metrics (default 8080)
+  --workers N            worker processes sharing the port (default 1)
+  --log-level L          error | warn | info | debug (default info)
+  --log-file FILE        also write JSON log lines to FILE (rotated at 10 MB, 5 kept)
+  --redact               keep CLID, CED, CDPD and variable values out of the logs
+  --embedded-backend     with no backend configured, serve from a built-in REST simulator
+
+Environment: GED145_PORT, GED145_HOST, GED145_BACKEND_URL, GED145_ENGINE, GED145_DEADLINE_MS,
+GED145_ADMIN_PORT, GED145_LOG_LEVEL, GED145_LOG_FILE, GED145_REDACT, GED145_WORKERS.
+Flags override the environment, which overrides the config file.
+`;
+
+const options = {
+  config: { type: 'string' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  backend: { type: 'string' },
+  engine: { type: 'string' },
+  deadline: { type: 'string' },
+  'admin-port': { type: 'string' },
+  workers: { type: 'string' },
+  'log-level': { type: 'string' },
+  'log-file': { type: 'string' },
+  redact: { type: 'boolean' },
+  'embedded-backend': { type: 'boolean' },
+};
+
+function int(values, key) {
+  if (values[key] === undefined) return undefined;
+  const n = Number(values[key]);
+  if (!Number.isInteger(n)) throw new UsageError(`--${key} must be an integer, got '${values[key]}'`);
+  return n;
+}
+
+async function main(values) {
+  const config = loadConfig({
+    file: values.config,
+    overrides: {
+      port: int(values, 'port'),
+      host: values.host,
+      'backend.url': values.backend,
+      'backend.engine': values.engine,
+      deadlineMs: int(values, 'deadline'),
+      'admin.port': int(values, 'admin-port'),
+      workers: int(values, 'workers'),
+      'log.level': values['log-level'],
+      'log.file': values['log-file'],
+      'log.redact': values.redact,
+    },
+  });
+  const log = createLogger({ component: 'gateway', ...config.log });
+  let sim = null;
+  if (config.backend.url === null) {
+    if (!values['embedded-backend']) {
+      throw new OperatorError('no backend configured: give --backend URL (or backend.url in the config), or --embedded-backend to serve from the built-in REST simulator');
+    }
+    sim = await startRestSim({ port: 0, host: '127.0.0.1' });
+    config.backend.url = sim.url;
+    log.info(`no backend configured: serving from the built-in REST simulator at ${sim.url}`);
+  }
+  const running = config.workers > 1 ? await startCluster(config, { log }) : await startGateway(config, { log });
+  let stopping = false;
+  const stop = async (signal) => {
+    if (stopping) return;
+    stopping = true;
+    await running.stop(signal);
+    if (sim) await sim.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+module.exports = { summary, usage, options, main };

@@ -1,0 +1,141 @@
+'use strict';
+
+// Gateway configuration: defaults <- JSON file <- environment (GED145_*) <- CLI flags.
+// Validated once at start; an error names the bad key (e.g. "limits.maxInFlight must be ...").
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { DEFAULT_MAX_MESSAGE_LENGTH } = require('../lib/protocol');
+const { OperatorError } = require('../lib/cli-errors');
+const { compileRoute } = require('./routes');
+
+const DEFAULTS = Object.freeze({
+  host: '0.0.0.0',
+  port: 5000,
+  versions: [2],
+  deadlineMs: 250,
+  duplicates: 'forward', // or 'answer-empty': QUERY_RESP with no tags, backend not called
+  backend: {
+    url: null, // base URL of the default query contract; null with `npm start` = embedded rest-sim
+    engine: 'undici', // or 'axios'
+    connections: 64,
+    headers: {},
+    maxResponseBytes: 64 * 1024,
+  },
+  routes: {},
+  limits: {
+    maxMessageLength: DEFAULT_MAX_MESSAGE_LENGTH,
+    maxInFlight: 1000, // per session; past it the socket stops being read until replies drain
+    maxOutboundBytes: 1024 * 1024, // per session; a router that stops reading is disconnected past it
+    maxSessions: 64, // open sessions; past it OPEN_REQ gets E_AG_HOST_OFFLINE
+    maxConnections: 2048, // TCP connections; past it a connection is closed at once
+    openTimeoutMs: 15_000, // a connection must send OPEN_REQ within this
+    partialFrameTimeoutMs: 10_000, // a started frame must complete within this
+    defaultIdleTimeoutMs: 60_000, // used when OPEN_REQ.IdleTimeout is 0
+  },
+  allowlist: [], // router addresses; empty = any
+  admin: { host: '127.0.0.1', port: 8080 }, // port null = no admin listener
+  log: { level: 'info', file: null, redact: false, console: true },
+  workers: 1,
+  shutdownTimeoutMs: 5000,
+});
+
+const ENV = {
+  GED145_HOST: ['host', String],
+  GED145_PORT: ['port', Number],
+  GED145_BACKEND_URL: ['backend.url', String],
+  GED145_ENGINE: ['backend.engine', String],
+  GED145_DEADLINE_MS: ['deadlineMs', Number],
+  GED145_ADMIN_PORT: ['admin.port', Number],
+  GED145_LOG_LEVEL: ['log.level', String],
+  GED145_LOG_FILE: ['log.file', String],
+  GED145_REDACT: ['log.redact', (v) => v === '1' || v === 'true'],
+  GED145_WORKERS: ['workers', Number],
+};
+
+function isObject(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function merge(base, over, prefix = '') {
+  const out = { ...base };
+  for (const [k, v] of Object.entries(over || {})) {
+    if (v === undefined) continue;
+    if (!Object.hasOwn(base, k)) throw new OperatorError(`config: unknown key '${prefix}${k}'`);
+    out[k] = isObject(base[k]) && isObject(v) && k !== 'routes' && k !== 'headers' ? merge(base[k], v, `${prefix}${k}.`) : v;
+  }
+  return out;
+}
+
+function setPath(obj, dotted, value) {
+  const keys = dotted.split('.');
+  let o = obj;
+  for (const k of keys.slice(0, -1)) o = o[k] || (o[k] = {});
+  o[keys[keys.length - 1]] = value;
+}
+
+function check(cond, key, what) {
+  if (!cond) throw new OperatorError(`config: ${key} ${what}`);
+}
+
+const intIn = (v, min, max) => Number.isInteger(v) && v >= min && v <= max;
+
+function validate(c, baseDir) {
+  check(typeof c.host === 'string' && c.host.length > 0, 'host', 'must be an address');
+  check(intIn(c.port, 0, 65535), 'port', 'must be a port number 0..65535');
+  check(Array.isArray(c.versions) && c.versions.length > 0 && c.versions.every((v) => intIn(v, 0, 0xffffffff)), 'versions', 'must be a non-empty list of version numbers');
+  check(intIn(c.deadlineMs, 1, 60_000), 'deadlineMs', 'must be an integer of milliseconds from 1 to 60000');
+  check(['forward', 'answer-empty'].includes(c.duplicates), 'duplicates', "must be 'forward' or 'answer-empty'");
+  check(c.backend.url === null || /^https?:\/\/[^/]+/.test(c.backend.url), 'backend.url', 'must be an http:// or https:// URL');
+  check(['undici', 'axios'].includes(c.backend.engine), 'backend.engine', "must be 'undici' or 'axios'");
+  check(intIn(c.backend.connections, 1, 10_000), 'backend.connections', 'must be an integer from 1 to 10000');
+  check(intIn(c.backend.maxResponseBytes, 1, 64 * 1024 * 1024), 'backend.maxResponseBytes', 'must be a positive integer');
+  check(isObject(c.backend.headers), 'backend.headers', 'must be an object');
+  for (const [k, v] of Object.entries(c.limits)) check(intIn(v, 1, 2 ** 31), `limits.${k}`, 'must be a positive integer');
+  check(Array.isArray(c.allowlist) && c.allowlist.every((a) => typeof a === 'string'), 'allowlist', 'must be a list of addresses');
+  check(c.admin.port === null || intIn(c.admin.port, 0, 65535), 'admin.port', 'must be a port number or null');
+  check(['error', 'warn', 'info', 'debug'].includes(c.log.level), 'log.level', 'must be error, warn, info or debug');
+  check(intIn(c.workers, 1, 64), 'workers', 'must be an integer from 1 to 64');
+  check(isObject(c.routes), 'routes', 'must be an object of subtype -> route');
+  const routes = {};
+  for (const [subtype, route] of Object.entries(c.routes)) {
+    try {
+      routes[subtype] = compileRoute(route, { baseDir, deadlineMs: c.deadlineMs });
+    } catch (err) {
+      throw new OperatorError(`config: routes.${subtype}: ${err.message}`);
+    }
+  }
+  return { ...c, compiledRoutes: routes, baseDir };
+}
+
+/**
+ * loadConfig({file, env, overrides}) -> validated config. `overrides` are CLI flags as dotted
+ * keys ({"backend.url": "..."}), applied last.
+ */
+function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = {}) {
+  let fromFile = {};
+  let baseDir = dir || process.cwd();
+  if (file) {
+    let text;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new OperatorError(`config: cannot read ${file}: ${err.code || err.message}`);
+    }
+    try {
+      fromFile = JSON.parse(text);
+    } catch (err) {
+      throw new OperatorError(`config: ${file} is not valid JSON: ${err.message}`);
+    }
+    baseDir = path.dirname(path.resolve(file));
+  }
+  const layered = {};
+  for (const [name, [key, conv]] of Object.entries(ENV)) {
+    if (env[name] !== undefined && env[name] !== '') setPath(layered, key, conv(env[name]));
+  }
+  for (const [key, value] of Object.entries(overrides)) if (value !== undefined) setPath(layered, key, value);
+  const config = merge(merge(structuredClone(DEFAULTS), fromFile), layered);
+  return validate(config, baseDir);
+}
+
+module.exports = { loadConfig, DEFAULTS };

@@ -1,0 +1,24 @@
+'use strict';
+
+/** Maps a low-level error to a stable reason. */
+function reasonOf(err, signal) {
+  if (signal && signal.aborted) return 'aborted';
+  const code = err && (err.code || (err.cause && err.cause.code));
+  switch (code) {
+    case 'UND_ERR_ABORTED': case 'ABORT_ERR': case 'ERR_CANCELED': return 'aborted';
+    case 'UND_ERR_RES_EXCEEDED_MAX_SIZE': case 'ERR_BAD_RESPONSE': case 'ERR_FR_MAX_BODY_LENGTH_EXCEEDED': return 'too-large';
+    case 'ECONNREFUSED': case 'ENOTFOUND': case 'EHOSTUNREACH': case 'ENETUNREACH': case 'EAI_AGAIN': case 'UND_ERR_CONNECT_TIMEOUT': return 'unreachable';
+    case 'ECONNRESET': case 'UND_ERR_SOCKET': case 'EPIPE': case 'UND_ERR_CLOSED': return 'reset';
+    default: return 'error';
+  }
+}
+
+class EngineError extends Error {
+  constructor(reason, cause) {
+    super(`backend request failed: ${reason}`);
+    this.reason = reason;
+    this.cause = cause;
+  }
+}
+
+module.exports = { reasonOf, EngineError };

@@ -1,0 +1,21 @@
+'use strict';
+
+// The HTTP client behind one small interface, so the gateway does not care which engine runs:
+//   engine.request({origin, path, method, headers, body, signal}) -> Promise<{status, text}>
+//   engine.close()
+// A failed request rejects with an Error whose `reason` is one of:
+//   'aborted' (deadline or router gone), 'too-large', 'unreachable', 'reset', 'error'.
+
+const ENGINES = {
+  undici: () => require('./undici'),
+  axios: () => require('./axios'),
+};
+
+function createEngine(name, options) {
+  const factory = ENGINES[name];
+  if (!factory) throw new Error(`unknown HTTP engine '${name}'`);
+  const { Engine } = factory();
+  return new Engine(options);
+}
+
+module.exports = { createEngine, ENGINE_NAMES: Object.keys(ENGINES) };

@@ -1,0 +1,129 @@
+'use strict';
+
+// The gateway: a TCP listener for ICM routers, one Session per connection, one backend client
+// shared by all of them. Owns the process-wide limits and the drain on shutdown.
+
+const net = require('node:net');
+const { createLogger } = require('../lib/logger');
+const { serialize, STATUS } = require('../lib/protocol');
+const { Session } = require('./session');
+const { Backend } = require('./backend');
+const { Metrics } = require('./metrics');
+
+class Gateway {
+  constructor(config, { log, metrics } = {}) {
+    this.config = config;
+    this.log = log || createLogger({ component: 'gateway', ...config.log });
+    this.metrics = metrics || new Metrics();
+    this.backend = new Backend(config);
+    this.sessions = new Set();
+    this.openCount = 0;
+    this.draining = false;
+    this.allowlist = config.allowlist.length > 0 ? new Set(config.allowlist.flatMap(addressForms)) : null;
+    this.server = net.createServer({ noDelay: true, pauseOnConnect: false }, (socket) => this.onConnection(socket));
+    this.server.maxConnections = config.limits.maxConnections;
+    this.server.on('drop', () => this.metrics.connectionsRefused.inc({ reason: 'max_connections' }));
+    this.idleWaiters = [];
+  }
+
+  listen(port = this.config.port, host = this.config.host) {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        this.server.on('error', (err) => this.log.error(`listener error: ${err.message}`));
+        this.port = this.server.address().port;
+        this.log.info(`listening for ICM routers on ${host}:${this.port}`, {
+          backend: this.config.backend.url, engine: this.config.backend.engine, deadlineMs: this.config.deadlineMs,
+        });
+        resolve(this.port);
+      });
+    });
+  }
+
+  onConnection(socket) {
+    if (this.allowlist !== null && !this.allowlist.has(socket.remoteAddress)) {
+      // Closed before a single byte is read.
+      this.metrics.connectionsRefused.inc({ reason: 'allowlist' });
+      this.log.warn('connection refused: address not on the allowlist', { peer: `${socket.remoteAddress}:${socket.remotePort}` });
+      socket.destroy();
+      return;
+    }
+    if (this.draining) {
+      this.metrics.connectionsRefused.inc({ reason: 'draining' });
+      socket.destroy();
+      return;
+    }
+    const session = new Session(socket, this);
+    this.sessions.add(session);
+    this.metrics.sessions.inc({ state: 'connected' });
+  }
+
+  /** Called at OPEN_REQ: a refusal text, or null when the session may open. */
+  admitSession() {
+    if (this.draining) return 'host is shutting down';
+    if (this.openCount >= this.config.limits.maxSessions) return `session limit (${this.config.limits.maxSessions}) reached`;
+    this.openCount++;
+    this.metrics.sessions.inc({ state: 'open' });
+    return null;
+  }
+
+  releaseSession() {
+    this.openCount--;
+    this.metrics.sessions.dec({ state: 'open' });
+  }
+
+  onSessionClosed(session) {
+    this.sessions.delete(session);
+    this.metrics.sessions.dec({ state: 'connected' });
+    this.onSessionIdle();
+  }
+
+  onSessionIdle() {
+    if (this.idleWaiters.length === 0 || this.inFlight() > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  inFlight() {
+    let n = 0;
+    for (const s of this.sessions) n += s.pending.size;
+    return n;
+  }
+
+  /**
+   * Drain: stop accepting, refuse new sessions and new queries (E_AG_HOST_OFFLINE), answer every
+   * query already in flight, tell each router with FAILURE_EVENT, then close the connections.
+   */
+  async shutdown(reason = 'shutdown') {
+    if (this.draining) return;
+    this.draining = true;
+    this.log.info(`${reason}: draining`, { sessions: this.sessions.size, inFlight: this.inFlight() });
+    const closed = new Promise((resolve) => this.server.close(resolve));
+    if (this.inFlight() > 0) {
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, this.config.shutdownTimeoutMs);
+        this.idleWaiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    for (const s of this.sessions) s.end('host shutting down', serialize.failureEvent(STATUS.E_AG_HOST_OFFLINE, 'host shutting down'));
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 2000).unref())]);
+    await this.backend.close();
+    this.log.info('stopped');
+  }
+
+  toJSON() {
+    return [...this.sessions].map((s) => s.toJSON());
+  }
+}
+
+/** 127.0.0.1 also arrives as ::ffff:127.0.0.1 on a dual-stack listener. */
+function addressForms(a) {
+  return net.isIPv4(a) ? [a, `::ffff:${a}`] : [a];
+}
+
+module.exports = { Gateway };

@@ -1,0 +1,26 @@
+'use strict';
+
+// Entry point of a cluster worker: the primary passes the validated config in the environment.
+
+const { runWorker } = require('./index');
+const { loadConfig } = require('./config');
+
+const raw = JSON.parse(process.env.GED145_WORKER_CONFIG);
+const { baseDir } = raw;
+delete raw.compiledRoutes; // recompiled here: modules and functions do not cross processes
+delete raw.baseDir;
+const config = loadConfig({ env: {}, overrides: flatten(raw), baseDir });
+
+function flatten(obj, prefix = '', out = {}) {
+  for (const [k, v] of Object.entries(obj)) {
+    const key = prefix + k;
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && k !== 'routes' && k !== 'headers') flatten(v, `${key}.`, out);
+    else out[key] = v;
+  }
+  return out;
+}
+
+runWorker(config).catch((err) => {
+  process.stderr.write(`gateway worker: ${err.message}\n`);
+  process.exit(1);
+});
