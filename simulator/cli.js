@@ -1,0 +1,140 @@
+'use strict';
+
+const { Router } = require('./router');
+const { ROUTER_DEFAULTS, MODES } = require('./settings');
+const { loadScenario } = require('./workload');
+const { formatSummary } = require('./format');
+const { UsageError } = require('../lib/cli-errors');
+
+const summary = 'ICM router simulator: real router timing, pipelined load, fault injection';
+const usage = `usage: ged145 router [options]
+
+  --host H               gateway address (default 127.0.0.1)
+  --port P               gateway port (default 5000)
+  --host-b H --port-b P  side B's target, when it differs from side A's
+  --rate N               open loop: N queries/s (default 100)
+  --window W             closed loop instead: keep W queries outstanding
+  --duration S           seconds to run (default 10)
+  --sides A,B            router sides to connect (default A)
+  --mode M               ${MODES.join(' | ')} (default none; duplicate with two sides)
+  --scenario FILE        query mix as JSON {"queries": [{"weight", "subtype", "clid", ...}]}
+  --frag N               split every write at up to N random points (0 = off)
+  --byte-by-byte         send every byte as its own write
+  --frag-delay MS        pause between the pieces of a write
+  --coalesce             send the frames of one tick as one write
+  --invalid-rate R       share of queries preceded by an invalid frame (0..1)
+  --request-timeout MS   RequestTimeout (default ${ROUTER_DEFAULTS.requestTimeoutMs})
+  --heartbeat-interval MS HeartbeatInterval (default ${ROUTER_DEFAULTS.heartbeatIntervalMs})
+  --session-retry MS     SessionRetry (default ${ROUTER_DEFAULTS.sessionRetryMs})
+  --version N[,N...]     protocol versions to offer, highest first (default 2)
+  --connect-info S       ConnectInfo sent as CONFIG
+  --seed N               seed for the query mix and injection
+  --json                 print the summary as JSON
+  --quiet                no live progress line
+`;
+
+const options = {
+  host: { type: 'string', default: '127.0.0.1' },
+  port: { type: 'string', default: '5000' },
+  'host-b': { type: 'string' },
+  'port-b': { type: 'string' },
+  rate: { type: 'string' },
+  window: { type: 'string' },
+  duration: { type: 'string', default: '10' },
+  sides: { type: 'string', default: 'A' },
+  mode: { type: 'string' },
+  scenario: { type: 'string' },
+  frag: { type: 'string', default: '0' },
+  'byte-by-byte': { type: 'boolean' },
+  'frag-delay': { type: 'string', default: '0' },
+  coalesce: { type: 'boolean' },
+  'invalid-rate': { type: 'string', default: '0' },
+  'request-timeout': { type: 'string' },
+  'heartbeat-interval': { type: 'string' },
+  'session-retry': { type: 'string' },
+  version: { type: 'string' },
+  'connect-info': { type: 'string' },
+  seed: { type: 'string' },
+  json: { type: 'boolean' },
+  quiet: { type: 'boolean' },
+};
+
+function num(values, key, { int = true, min = 0, max = Infinity } = {}) {
+  if (values[key] === undefined) return undefined;
+  const n = Number(values[key]);
+  if (values[key] === '' || !Number.isFinite(n) || (int && !Number.isInteger(n)) || n < min || n > max) {
+    throw new UsageError(`--${key} must be ${int ? 'an integer' : 'a number'} from ${min}${max < Infinity ? ` to ${max}` : ''}, got '${values[key]}'`);
+  }
+  return n;
+}
+
+async function main(values) {
+  const sides = values.sides.split(',').map((s) => s.trim().toUpperCase());
+  if (sides.some((s) => !['A', 'B'].includes(s)) || new Set(sides).size !== sides.length) throw new UsageError('--sides takes A, B or A,B');
+  if (values.rate !== undefined && values.window !== undefined) throw new UsageError('give --rate or --window, not both');
+  const targets = [{ host: values.host, port: num(values, 'port', { max: 65535 }) }];
+  if (values['host-b'] || values['port-b']) targets.push({ host: values['host-b'] || values.host, port: num(values, 'port-b', { max: 65535 }) || targets[0].port });
+  let templates;
+  if (values.scenario) {
+    try {
+      templates = loadScenario(values.scenario);
+    } catch (err) {
+      throw new UsageError(`--scenario ${values.scenario}: ${err.message}`);
+    }
+  }
+  let router;
+  try {
+    router = new Router({
+      targets,
+      sides,
+      mode: values.mode,
+      templates,
+      seed: num(values, 'seed'),
+      invalidRate: num(values, 'invalid-rate', { int: false, max: 1 }),
+      injection: {
+        frag: num(values, 'frag'), byteByByte: values['byte-by-byte'], fragDelayMs: num(values, 'frag-delay'), coalesce: values.coalesce,
+      },
+      settings: {
+        requestTimeoutMs: num(values, 'request-timeout', { min: 1 }),
+        heartbeatIntervalMs: num(values, 'heartbeat-interval', { min: 1 }),
+        sessionRetryMs: num(values, 'session-retry'),
+        versions: values.version ? values.version.split(',').map(Number) : undefined,
+        connectInfo: values['connect-info'],
+      },
+    });
+  } catch (err) {
+    if (err instanceof RangeError) throw new UsageError(err.message);
+    throw err;
+  }
+  const durationMs = num(values, 'duration', { int: false, min: 0.001 }) * 1000;
+  try {
+    await router.start();
+  } catch (err) {
+    await router.stop({ drainMs: 0 });
+    const e = new Error(`${err.message}; is a gateway listening on ${values.host}:${values.port}?`);
+    e.expected = true;
+    throw e;
+  }
+  const live = !values.quiet && !values.json;
+  let lastPrint = 0;
+  const onTick = () => {
+    const now = Date.now();
+    if (!live || now - lastPrint < 1000) return;
+    lastPrint = now;
+    const s = router.stats;
+    const line = `sent ${s.sent}  answered ${s.answeredCount}  in flight ${router.outstanding.size}  p99 ${s.percentile(99).toFixed(2)} ms  violations ${s.violationCount}`;
+    process.stderr.write(process.stderr.isTTY ? `\r${line}\x1b[K` : `${line}\n`);
+  };
+  const stopOnSignal = () => { durationCut = true; };
+  let durationCut = false;
+  process.once('SIGINT', stopOnSignal);
+  if (values.window !== undefined) await router.runClosedLoop({ window: num(values, 'window', { min: 1 }), durationMs, onTick: () => { onTick(); } });
+  else await router.runOpenLoop({ rate: num(values, 'rate', { int: false, min: 0.001 }) || 100, durationMs, onTick });
+  const result = await router.stop();
+  if (live && process.stderr.isTTY) process.stderr.write('\n');
+  if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  else process.stdout.write(formatSummary(`GED-145 router simulator: ${sides.join('+')} (${router.mode}) -> ${values.host}:${values.port}${durationCut ? ' (interrupted)' : ''}`, result));
+  process.exitCode = result.violations && Object.keys(result.violations).length > 0 ? 1 : 0;
+}
+
+module.exports = { summary, usage, options, main };

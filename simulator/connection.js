@@ -1,0 +1,422 @@
+'use strict';
+
+// One router side's connection to a host: OPEN_REQ with version fallback, heartbeats after an
+// idle interval, request timeouts counted as missed heartbeats, HeartbeatLimit and ErrorThreshold
+// reconnects, pipelined queries matched by InvokeID in any order, CLOSE_REQ on shutdown.
+
+const net = require('node:net');
+const tls = require('node:tls');
+const { EventEmitter } = require('node:events');
+const { performance } = require('node:perf_hooks');
+const {
+  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, MAX_UINT32,
+} = require('../lib/protocol');
+const { FrameWriter, INVALID_KINDS } = require('./injector');
+
+const SWEEP_MS = 20;
+
+/**
+ * new RouterConnection({host, port, side, settings, stats, injection, tls, rnd})
+ * Events: 'open', 'down' (reason), 'reply' (logical, msg, latencyMs), 'closed' (after stop()).
+ * A logical query is {scheduledAt, outstanding, settled, ...}; send(frameFields, logical) sends one copy.
+ */
+class RouterConnection extends EventEmitter {
+  constructor({ host, port, side = 'A', settings, stats, injection = {}, tls: tlsOptions = null, rnd = Math.random }) {
+    super();
+    this.host = host;
+    this.port = port;
+    this.side = side;
+    this.settings = settings;
+    this.stats = stats;
+    this.injection = injection;
+    this.tlsOptions = tlsOptions;
+    this.rnd = rnd;
+    this.state = 'idle';
+    this.socket = null;
+    this.writer = null;
+    this.nextInvokeId = 1;
+    this.pending = new Map(); // invokeId -> {logical, sentAt}
+    this.overdue = new Map(); // past requestTimeoutMs, still waiting
+    this.expectedRejects = new Map(); // invokeId -> kind of the invalid frame sent with it
+    this.answeredIds = new Set(); // recent replies, to tell a duplicate reply from an unknown one
+    this.answeredOrder = [];
+    this.heartbeat = null; // {invokeId, sentAt}
+    this.nextHeartbeatAt = 0;
+    this.misses = 0;
+    this.errors = 0;
+    this.failedAttempts = 0;
+    this.lastTx = 0;
+    this.lastRx = 0;
+    this.stopping = false;
+    this.closeWait = null;
+    this.sweepTimer = null;
+    this.retryTimer = null;
+    this.version = undefined;
+    this.expectingFatal = null;
+  }
+
+  get isOpen() {
+    return this.state === 'open';
+  }
+
+  start() {
+    this.stopping = false;
+    this.connect();
+    return this;
+  }
+
+  invokeId() {
+    const id = this.nextInvokeId;
+    this.nextInvokeId = id === MAX_UINT32 ? 1 : id + 1;
+    return id;
+  }
+
+  connect() {
+    this.state = 'connecting';
+    const onConnect = () => this.onConnect();
+    this.socket = this.tlsOptions
+      ? tls.connect({ host: this.host, port: this.port, ...this.tlsOptions }, onConnect)
+      : net.connect({ host: this.host, port: this.port }, onConnect);
+    this.socket.setNoDelay(true);
+    this.reader = new MessageReader({
+      from: 'host',
+      onMessage: (m) => this.onMessage(m),
+      onError: (e) => this.onProtocolError(e),
+    });
+    this.socket.on('data', (chunk) => {
+      this.lastRx = performance.now();
+      this.reader.push(chunk);
+    });
+    this.socket.on('error', (err) => { this.socketError = err.code || err.message; });
+    this.socket.on('close', () => this.onSocketClose());
+  }
+
+  onConnect() {
+    this.writer = new FrameWriter(this.socket, this.injection, this.rnd);
+    this.state = 'opening';
+    this.versionIndex = 0;
+    this.sendOpen();
+    this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS);
+  }
+
+  sendOpen() {
+    const s = this.settings;
+    this.version = s.versions[this.versionIndex];
+    this.openInvokeId = this.invokeId();
+    this.openSentAt = performance.now();
+    this.write(serialize.openReq({
+      invokeId: this.openInvokeId, version: this.version, idleTimeoutMs: 4 * s.heartbeatIntervalMs, encryption: 0, config: s.connectInfo,
+    }, true));
+  }
+
+  write(buf) {
+    this.lastTx = performance.now();
+    this.writer.write(buf);
+  }
+
+  /** Sends one copy of a logical query; false when this side has no open session. */
+  send(fields, logical) {
+    if (this.state !== 'open') return false;
+    const invokeId = this.invokeId();
+    this.pending.set(invokeId, { logical, sentAt: performance.now() });
+    logical.outstanding++;
+    this.write(serialize.queryReq({ ...fields, invokeId }, true));
+    return true;
+  }
+
+  /** Sends an invalid frame of the given kind; the host's answer is checked against its kind. */
+  sendInvalid(kind) {
+    if (this.state !== 'open') return false;
+    const spec = INVALID_KINDS[kind];
+    const invokeId = this.invokeId();
+    this.stats.injected[spec.expect]++;
+    // A reject sent behind a fatal frame can never be answered: the host stops reading at the fatal one.
+    if (spec.expect === 'reject') this.expectedRejects.set(invokeId, { kind, afterFatal: this.expectingFatal !== null });
+    else if (this.expectingFatal === null) this.expectingFatal = { kind, at: performance.now() };
+    else this.stats.voided.fatal++; // a second fatal frame behind the first
+    this.write(spec.build(invokeId, this.rnd));
+    return true;
+  }
+
+  sendParam(paramId, paramValue) {
+    if (this.state !== 'open') return;
+    this.write(serialize.paramReq({ invokeId: this.invokeId(), paramId, paramValue }));
+  }
+
+  // ---- replies -----------------------------------------------------------------------------
+
+  onMessage(msg) {
+    switch (msg.typeId) {
+      case T.OPEN_CONF: return this.onOpenConf(msg);
+      case T.HEARTBEAT_CONF: return this.onHeartbeatConf(msg);
+      case T.QUERY_RESP: return this.onReply(msg, msg.status);
+      case T.FAILURE_CONF: return this.onFailureConf(msg);
+      case T.FAILURE_EVENT:
+        this.stats.failureEvents++;
+        return undefined;
+      case T.CLOSE_CONF:
+        if (this.closeWait && msg.invokeId === this.closeWait.invokeId) this.closeWait.resolve();
+        return undefined;
+      case T.PARAM_CONF: return undefined;
+      default: return undefined;
+    }
+  }
+
+  onOpenConf(msg) {
+    if (this.state !== 'opening' || msg.invokeId !== this.openInvokeId) {
+      this.stats.violation('unexpected OPEN_CONF');
+      return;
+    }
+    this.state = 'open';
+    this.failedAttempts = 0;
+    this.misses = 0;
+    this.errors = 0;
+    this.nextHeartbeatAt = 0;
+    this.emit('open');
+  }
+
+  onFailureConf(msg) {
+    if (this.state === 'opening' && msg.invokeId === this.openInvokeId) {
+      if (msg.status === STATUS.E_AG_INVALID_VERSION && this.versionIndex + 1 < this.settings.versions.length) {
+        this.versionIndex++;
+        this.sendOpen(); // the next lower version, on the same connection
+        return;
+      }
+      this.openRefused = msg.statusName || String(msg.status);
+      this.drop(`OPEN_REQ refused: ${this.openRefused}`, true);
+      return;
+    }
+    const expected = this.expectedRejects.get(msg.invokeId);
+    if (expected !== undefined) {
+      this.expectedRejects.delete(msg.invokeId);
+      if (msg.status === STATUS.E_AG_INVALID_MESSAGE) this.stats.caught.reject++;
+      else this.stats.violation(`invalid ${expected.kind} frame answered with ${msg.statusName}`);
+      return;
+    }
+    this.onReply(msg, msg.status);
+  }
+
+  onReply(msg, status) {
+    const id = msg.invokeId;
+    let entry = this.pending.get(id);
+    if (entry !== undefined) this.pending.delete(id);
+    else {
+      entry = this.overdue.get(id);
+      if (entry !== undefined) this.overdue.delete(id);
+    }
+    if (entry === undefined) {
+      if (this.expectedRejects.has(id)) {
+        this.expectedRejects.delete(id);
+        this.stats.violation('invalid frame answered as a query');
+      } else {
+        this.stats.violation(this.answeredIds.has(id) ? 'second reply to one InvokeID' : 'reply to an unknown InvokeID');
+      }
+      return;
+    }
+    this.remember(id);
+    const now = performance.now();
+    const inTime = now - entry.sentAt <= this.settings.requestTimeoutMs;
+    if (inTime) this.misses = 0;
+    if (status === 0) this.errors = 0;
+    else if (++this.errors >= this.settings.errorThreshold && this.settings.errorThreshold > 0) {
+      this.finish(entry.logical, msg, now);
+      this.drop(`ErrorThreshold (${this.settings.errorThreshold}) consecutive errors`, true);
+      return;
+    }
+    this.finish(entry.logical, msg, now);
+  }
+
+  finish(logical, msg, now) {
+    logical.outstanding--;
+    if (logical.settled) return; // the other side answered this logical query first
+    logical.settled = true;
+    const latency = now - logical.scheduledAt;
+    this.stats.answered(latency, msg.status, this.settings.requestTimeoutMs);
+    this.emit('reply', logical, msg, latency);
+  }
+
+  remember(id) {
+    this.answeredIds.add(id);
+    this.answeredOrder.push(id);
+    if (this.answeredOrder.length > 100_000) this.answeredIds.delete(this.answeredOrder.shift());
+  }
+
+  onHeartbeatConf(msg) {
+    if (this.heartbeat === null || msg.invokeId !== this.heartbeat.invokeId) {
+      if (this.lateHeartbeats && this.lateHeartbeats.delete(msg.invokeId)) return; // a late answer
+      this.stats.violation('unexpected HEARTBEAT_CONF');
+      return;
+    }
+    this.stats.heartbeats.answered++;
+    this.misses = 0;
+    this.heartbeat = null;
+  }
+
+  onProtocolError(err) {
+    this.stats.violation(`host sent a bad frame: ${err.code}`);
+    if (err.fatal) this.drop('host framing broken', true);
+  }
+
+  // ---- timers ------------------------------------------------------------------------------
+
+  sweep() {
+    const now = performance.now();
+    const s = this.settings;
+    if (this.state === 'opening') {
+      if (now - this.openSentAt > s.openTimeoutMs) this.drop('OpenTimeout', true);
+      return;
+    }
+    if (this.state !== 'open') return;
+    // Queries past RequestTimeout: each counts as a missed heartbeat.
+    for (const [id, entry] of this.pending) {
+      if (now - entry.sentAt <= s.requestTimeoutMs) break; // insertion order = send order
+      this.pending.delete(id);
+      this.overdue.set(id, entry);
+      this.miss();
+      if (this.state !== 'open') return;
+    }
+    if (this.heartbeat !== null) {
+      if (now - this.heartbeat.sentAt > s.heartbeatTimeoutMs) {
+        (this.lateHeartbeats || (this.lateHeartbeats = new Set())).add(this.heartbeat.invokeId);
+        this.heartbeat = null;
+        this.stats.heartbeats.missed++;
+        this.nextHeartbeatAt = now + s.heartbeatRetryMs;
+        this.miss();
+      }
+      return;
+    }
+    const idleFor = now - Math.max(this.lastTx, this.lastRx);
+    if (now >= this.nextHeartbeatAt && idleFor >= s.heartbeatIntervalMs) {
+      const invokeId = this.invokeId();
+      this.heartbeat = { invokeId, sentAt: now };
+      this.stats.heartbeats.sent++;
+      this.write(serialize.heartbeatReq(invokeId));
+    }
+  }
+
+  miss() {
+    this.misses++;
+    if (this.misses >= this.settings.heartbeatLimit) this.drop(`HeartbeatLimit (${this.settings.heartbeatLimit}) consecutive misses`, true);
+  }
+
+  // ---- closing -----------------------------------------------------------------------------
+
+  /** The router drops the connection itself; `failure` means wait SessionRetry before the next try. */
+  drop(reason, failure) {
+    if (this.socket === null || this.state === 'closed' || this.state === 'idle') return;
+    this.dropReason = reason;
+    this.dropWasFailure = failure;
+    this.socket.destroy();
+  }
+
+  onSocketClose() {
+    const wasOpen = this.state === 'open';
+    const hadSocket = this.state !== 'connecting' || this.writer !== null;
+    this.state = 'closed'; // before anything below can call send()
+    if (this.sweepTimer !== null) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
+    if (this.writer) this.writer.stop();
+    this.writer = null;
+    this.heartbeat = null;
+    let reason = this.dropReason;
+    if (!reason) {
+      if (this.expectingFatal !== null) {
+        this.stats.caught.fatal++;
+        reason = `host closed after invalid ${this.expectingFatal.kind} frame`;
+      } else if (!hadSocket) reason = `connect failed: ${this.socketError || 'refused'}`;
+      else reason = this.stopping ? 'closed by router' : `closed by host${this.socketError ? ` (${this.socketError})` : ''}`;
+    }
+    const failure = this.dropWasFailure || !hadSocket || (!wasOpen && !this.stopping);
+    this.dropReason = null;
+    this.dropWasFailure = false;
+    this.socketError = null;
+    this.stats.closed(reason);
+    this.loseInFlight();
+    this.expectingFatal = null;
+    if (this.closeWait) this.closeWait.resolve();
+    this.emit('down', reason);
+    if (this.stopping) {
+      this.emit('closed');
+      return;
+    }
+    this.scheduleReconnect(failure);
+  }
+
+  loseInFlight() {
+    for (const map of [this.pending, this.overdue]) {
+      for (const entry of map.values()) {
+        entry.logical.outstanding--;
+        if (!entry.logical.settled && entry.logical.outstanding === 0) {
+          entry.logical.settled = true;
+          this.stats.lost++;
+          this.emit('lost', entry.logical);
+        }
+      }
+      map.clear();
+    }
+    for (const { afterFatal } of this.expectedRejects.values()) {
+      if (afterFatal) this.stats.voided.reject++; // behind an induced fatal frame: unanswerable
+      else this.stats.violation('invalid frame never answered');
+    }
+    this.expectedRejects.clear();
+  }
+
+  scheduleReconnect(failure) {
+    const s = this.settings;
+    if (failure) {
+      this.failedAttempts++;
+      if (s.sessionRetryLimit > 0 && this.failedAttempts > s.sessionRetryLimit) {
+        this.emit('gave-up');
+        return;
+      }
+    }
+    const delay = failure ? s.sessionRetryMs : 0; // a clean drop by the host: reconnect at once
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (this.stopping) return;
+      this.stats.reconnects++;
+      this.connect();
+    }, delay);
+  }
+
+  /** CLOSE_REQ, wait for CLOSE_CONF (at most waitMs), then close the socket. */
+  async stop(waitMs = 2000) {
+    this.stopping = true;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    if (this.socket === null || this.state === 'closed') return;
+    if (this.state === 'open') {
+      const invokeId = this.invokeId();
+      let timer;
+      const answered = new Promise((resolve) => {
+        this.closeWait = { invokeId, resolve };
+        timer = setTimeout(resolve, waitMs);
+      });
+      this.write(serialize.closeReq(invokeId));
+      await answered;
+      clearTimeout(timer);
+      this.closeWait = null;
+    }
+    if (this.state === 'closed') return;
+    const closed = new Promise((resolve) => this.once('closed', resolve));
+    this.socket.end();
+    setTimeout(() => this.socket && this.socket.destroy(), 500).unref();
+    await closed;
+  }
+
+  /** Abrupt disconnect with whatever is in flight. */
+  abort() {
+    this.drop('aborted by test', false);
+  }
+
+  /** A slow reader: stop reading replies (the host's buffers fill up). */
+  stopReading() {
+    if (this.socket) this.socket.pause();
+  }
+
+  resumeReading() {
+    if (this.socket) this.socket.resume();
+  }
+}
+
+module.exports = { RouterConnection };

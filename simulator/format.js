@@ -1,0 +1,32 @@
+'use strict';
+
+// Console text for a run summary: one aligned block, figures an operator reads at a glance.
+
+const num = (n) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toFixed(2));
+const ms = (n) => `${n < 10 ? n.toFixed(3) : n.toFixed(1)} ms`;
+
+function kv(obj) {
+  const entries = Object.entries(obj).filter(([, v]) => v);
+  return entries.length ? entries.map(([k, v]) => `${k} ${num(v)}`).join(', ') : 'none';
+}
+
+function formatSummary(title, s) {
+  const l = s.latencyMs;
+  const rows = [
+    ['queries sent', num(s.sent) + (s.unsent ? ` (${num(s.unsent)} found no open session)` : '')],
+    ['answered', `${num(s.answered)}: ok ${num(s.ok)}; FAILURE_CONF ${kv(s.failures)}`],
+    ['late / timeout / lost', `${num(s.late)} / ${num(s.timeout)} / ${num(s.lost)}`],
+    ['protocol violations', kv(s.violations)],
+    ['heartbeats', `sent ${num(s.heartbeats.sent)}, answered ${num(s.heartbeats.answered)}, missed ${num(s.heartbeats.missed)}`],
+    ['throughput', `${num(Math.round(s.txPerSec))} tx/s over ${(s.elapsedMs / 1000).toFixed(1)} s`],
+    ['latency', `p50 ${ms(l.p50)}  p90 ${ms(l.p90)}  p99 ${ms(l.p99)}  p99.9 ${ms(l.p999)}  max ${ms(l.max)}`],
+  ];
+  if (s.injected.reject || s.injected.fatal) {
+    rows.push(['invalid frames', `rejects induced ${num(s.injected.reject)}, caught ${num(s.caught.reject)}${s.voided.reject ? ` (+${num(s.voided.reject)} sent behind a fatal frame)` : ''}; fatal induced ${num(s.injected.fatal)}, caught ${num(s.caught.fatal)}`]);
+  }
+  if (Object.keys(s.closes).length) rows.push(['connections ended', kv(s.closes)]);
+  const w = Math.max(...rows.map((r) => r[0].length));
+  return `${title}\n${rows.map(([k, v]) => `  ${k.padEnd(w)}  ${v}`).join('\n')}\n`;
+}
+
+module.exports = { formatSummary };
