@@ -80,7 +80,7 @@ class Session {
     };
 
     this.lastRx = performance.now();
-    this.partialSince = 0;
+    this.partialSince = -1; // when the frame now buffered began to arrive; -1 = none
     this.idleTimer = null;
     this.partialTimer = null;
     this.openTimer = setTimeout(onOpenTimeout, this.limits.openTimeoutMs, this);
@@ -106,6 +106,7 @@ class Session {
 
   onData(chunk) {
     this.lastRx = performance.now();
+    const framesBefore = this.reader.frames;
     try {
       this.reader.push(chunk);
     } catch (err) {
@@ -115,12 +116,13 @@ class Session {
       return;
     }
     if (this.reader.bufferedBytes > 0) {
-      if (this.partialSince === 0) this.partialSince = this.lastRx;
+      // The frame now buffered started in this chunk if any frame completed in it.
+      if (this.partialSince < 0 || this.reader.frames !== framesBefore) this.partialSince = this.lastRx;
       if (this.partialTimer === null && !this.closed) {
         this.partialTimer = setTimeout(onPartialTimeout, this.limits.partialFrameTimeoutMs, this);
       }
     } else {
-      this.partialSince = 0;
+      this.partialSince = -1;
     }
   }
 

@@ -28,6 +28,7 @@ class Framer {
     this._bodyFill = 0;
     this._typeId = 0;
     this.failed = false;
+    this.frames = 0; // complete frames so far: lets a caller tell a new partial frame from an old one
   }
 
   /** Bytes held between chunks: at most 8 header bytes plus one body under the limit. */
@@ -58,6 +59,7 @@ class Framer {
       const bodyStart = offset + HEADER_LENGTH;
       if (end - bodyStart >= length) {
         offset = bodyStart + length;
+        this.frames++;
         this.onFrame(typeId, chunk.subarray(bodyStart, offset));
       } else {
         this._typeId = typeId;
@@ -79,6 +81,7 @@ class Framer {
     const typeId = this._header.readUInt32BE(4);
     if (!this._checkLength(length, typeId)) return chunk.length;
     if (length === 0) {
+      this.frames++;
       this.onFrame(typeId, EMPTY);
       return offset;
     }
@@ -97,6 +100,7 @@ class Framer {
     if (this._bodyFill === body.length) {
       this._body = null;
       this._bodyFill = 0;
+      this.frames++;
       this.onFrame(this._typeId, body);
     }
     return offset;

@@ -33,6 +33,10 @@ class MessageReader {
     return this.framer.bufferedBytes;
   }
 
+  get frames() {
+    return this.framer.frames;
+  }
+
   _frame(typeId, body) {
     let msg;
     try {

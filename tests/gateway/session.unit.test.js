@@ -1,0 +1,250 @@
+'use strict';
+
+// The Session alone: a fake socket, a fake backend and sinon's fake clock, so the timing rules
+// (idle timeout, per-query deadline, CLOSE drain, open and partial-frame timeouts) are checked
+// exactly, without waiting.
+
+const assert = require('node:assert/strict');
+const { EventEmitter } = require('node:events');
+const sinon = require('sinon');
+const { serialize, MessageReader, STATUS } = require('../../lib/protocol');
+const { Session } = require('../../gateway/session');
+const { Metrics } = require('../../gateway/metrics');
+const { loadConfig } = require('../../gateway/config');
+const { captureLogger } = require('../helpers/stack');
+
+class FakeSocket extends EventEmitter {
+  constructor() {
+    super();
+    this.remoteAddress = '10.0.0.1';
+    this.remotePort = 4000;
+    this.written = [];
+    this.destroyed = false;
+    this.paused = false;
+    this.writableLength = 0;
+    this.replies = [];
+    this.reader = new MessageReader({ from: 'host', onMessage: (m) => this.replies.push(m), onError: (e) => { throw e; } });
+  }
+
+  setNoDelay() {}
+
+  setKeepAlive() {}
+
+  cork() {}
+
+  uncork() {}
+
+  pause() { this.paused = true; }
+
+  resume() { this.paused = false; }
+
+  write(buf) {
+    this.reader.push(buf);
+    return true;
+  }
+
+  end(buf) {
+    if (buf) this.write(buf);
+    this.emit('finish');
+  }
+
+  destroy() {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.emit('close');
+  }
+
+  /** The router sends. */
+  feed(buf) {
+    this.emit('data', buf);
+  }
+}
+
+/** A backend whose answers the test releases by hand. */
+class FakeBackend {
+  constructor() {
+    this.calls = [];
+  }
+
+  call(q, signal) {
+    return new Promise((resolve) => {
+      const call = { q, signal, resolve, aborted: false };
+      signal.addEventListener('abort', () => { call.aborted = true; });
+      this.calls.push(call);
+    });
+  }
+}
+
+describe('Session (unit, fake clock)', () => {
+  let clock;
+  let socket;
+  let backend;
+  let session;
+  let gateway;
+
+  function make(overrides = {}) {
+    const config = loadConfig({ env: {}, overrides: { 'backend.url': 'http://127.0.0.1:1', ...overrides } });
+    backend = new FakeBackend();
+    gateway = {
+      config,
+      log: captureLogger('debug'),
+      metrics: new Metrics({ collectDefault: false }),
+      backend,
+      draining: false,
+      opened: 0,
+      admitSession() { this.opened++; return null; },
+      releaseSession() { this.opened--; },
+      onSessionClosed() { this.closedSession = true; },
+      onSessionIdle() {},
+    };
+    socket = new FakeSocket();
+    session = new Session(socket, gateway);
+  }
+
+  const flush = () => clock.tickAsync(0);
+
+  beforeEach(() => {
+    clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
+  });
+  afterEach(() => clock.restore());
+
+  function open(idleTimeoutMs = 60_000) {
+    socket.feed(serialize.openReq({ invokeId: 1, version: 2, idleTimeoutMs }));
+    assert.equal(socket.replies.at(-1).type, 'OPEN_CONF');
+  }
+
+  it('closes the connection when nothing arrives for OPEN_REQ.IdleTimeout', async () => {
+    make();
+    open(4000);
+    await clock.tickAsync(3000);
+    socket.feed(serialize.heartbeatReq(2)); // activity restarts the count
+    await clock.tickAsync(3999);
+    assert.equal(socket.destroyed, false);
+    await clock.tickAsync(2);
+    assert.equal(socket.destroyed, true);
+    assert.equal(session.closeReason, 'idle timeout');
+  });
+
+  it('closes a connection that never sends OPEN_REQ after limits.openTimeoutMs', async () => {
+    make({ 'limits.openTimeoutMs': 2000 });
+    await clock.tickAsync(1999);
+    assert.equal(socket.destroyed, false);
+    await clock.tickAsync(1);
+    assert.equal(session.closeReason, 'open timeout');
+  });
+
+  it('closes a connection whose frame stays incomplete past limits.partialFrameTimeoutMs, even if bytes trickle', async () => {
+    make({ 'limits.partialFrameTimeoutMs': 5000 });
+    open();
+    const frame = serialize.queryReq({ invokeId: 3, routerCallDay: 1, routerCallKey: 1, subtype: 'echo' });
+    for (let i = 0; i < 4; i++) {
+      socket.feed(frame.subarray(i, i + 1)); // one byte a second
+      await clock.tickAsync(1000);
+    }
+    assert.equal(socket.destroyed, false);
+    await clock.tickAsync(1100);
+    assert.equal(session.closeReason, 'partial frame timeout');
+  });
+
+  it('answers E_AG_HOST_ERROR1 at the deadline, aborts the request, and drops the late answer', async () => {
+    make({ deadlineMs: 250 });
+    open();
+    socket.feed(serialize.queryReq({ invokeId: 5, routerCallDay: 1, routerCallKey: 1, subtype: 'x' }));
+    await clock.tickAsync(249);
+    assert.equal(socket.replies.length, 1);
+    await clock.tickAsync(1);
+    assert.equal(socket.replies.length, 2);
+    assert.deepEqual([socket.replies[1].invokeId, socket.replies[1].status], [5, STATUS.E_AG_HOST_ERROR1]);
+    assert.equal(backend.calls[0].aborted, true);
+    backend.calls[0].resolve({ kind: 'ok', answer: { vars: { 1: 'late' } } });
+    await flush();
+    assert.equal(socket.replies.length, 2, 'the late answer wrote nothing');
+  });
+
+  it('answers CLOSE_REQ only once every query in flight is answered', async () => {
+    make();
+    open();
+    socket.feed(serialize.queryReq({ invokeId: 5, routerCallDay: 1, routerCallKey: 1, subtype: 'x' }));
+    socket.feed(serialize.queryReq({ invokeId: 6, routerCallDay: 1, routerCallKey: 1, subtype: 'x' }));
+    socket.feed(serialize.closeReq(7));
+    await flush();
+    assert.deepEqual(socket.replies.map((m) => m.type), ['OPEN_CONF']);
+    backend.calls[1].resolve({ kind: 'ok', answer: {} });
+    await flush();
+    assert.deepEqual(socket.replies.map((m) => m.invokeId), [1, 6]);
+    backend.calls[0].resolve({ kind: 'app-error', text: 'nope' });
+    await flush();
+    assert.deepEqual(socket.replies.map((m) => [m.type, m.invokeId]), [['OPEN_CONF', 1], ['QUERY_RESP', 6], ['FAILURE_CONF', 5], ['CLOSE_CONF', 7]]);
+    assert.equal(socket.destroyed, false);
+  });
+
+  it('stops reading past limits.maxInFlight and resumes when replies drain to half', async () => {
+    make({ 'limits.maxInFlight': 4 });
+    open();
+    for (let i = 0; i < 4; i++) socket.feed(serialize.queryReq({ invokeId: 10 + i, routerCallDay: 1, routerCallKey: 1, subtype: 'x' }));
+    assert.equal(socket.paused, true);
+    backend.calls[0].resolve({ kind: 'ok', answer: {} });
+    await flush();
+    assert.equal(socket.paused, true);
+    backend.calls[1].resolve({ kind: 'ok', answer: {} });
+    await flush();
+    assert.equal(socket.paused, false);
+  });
+
+  it('disconnects a router that stops reading once its unread replies pass limits.maxOutboundBytes', async () => {
+    make({ 'limits.maxOutboundBytes': 100 });
+    open();
+    socket.writableLength = 101;
+    socket.feed(serialize.heartbeatReq(3));
+    assert.equal(socket.destroyed, true);
+    assert.equal(session.closeReason, 'outbound buffer limit');
+  });
+
+  it('writes nothing and aborts every request when the socket dies mid-query', async () => {
+    make();
+    open();
+    for (let i = 0; i < 3; i++) socket.feed(serialize.queryReq({ invokeId: 10 + i, routerCallDay: 1, routerCallKey: 1, subtype: 'x' }));
+    socket.destroy();
+    assert.ok(backend.calls.every((c) => c.aborted));
+    for (const c of backend.calls) c.resolve({ kind: 'ok', answer: {} });
+    await clock.tickAsync(1000);
+    assert.equal(socket.replies.length, 1);
+    assert.equal(gateway.opened, 0, 'the open session was released');
+  });
+
+  it('with log.redact, a debug query line carries no CLID, CED or variable value', async () => {
+    make({ 'log.redact': true, 'log.level': 'debug' });
+    open();
+    socket.feed(serialize.queryReq({
+      invokeId: 9, routerCallDay: 1, routerCallKey: 1, subtype: 'x', clid: '5559876543', ced: '4444', cdpd: '77', vars: { 1: 'secret-var' }, ecc: { 'user.pin': '9999' }, eccArrays: [{ name: 'user.a', index: 0, value: 'hidden' }],
+    }));
+    const text = JSON.stringify(gateway.log.lines);
+    assert.match(text, /"invokeId":9/);
+    for (const secret of ['5559876543', '4444', '"77"', 'secret-var', '9999', 'hidden']) assert.ok(!text.includes(secret), secret);
+  });
+});
+
+describe('Session partial-frame timer under steady traffic', () => {
+  it('never fires while frames keep completing, even when every chunk ends mid-frame', async () => {
+    const clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] });
+    try {
+      const config = loadConfig({ env: {}, overrides: { 'backend.url': 'http://127.0.0.1:1', 'limits.partialFrameTimeoutMs': 1000 } });
+      const socket = new FakeSocket();
+      const gateway = {
+        config, log: captureLogger('info'), metrics: new Metrics({ collectDefault: false }), backend: new FakeBackend(), admitSession: () => null, releaseSession() {}, onSessionClosed() {}, onSessionIdle() {},
+      };
+      const session = new Session(socket, gateway);
+      socket.feed(serialize.openReq({ invokeId: 1, version: 2, idleTimeoutMs: 60000 }));
+      const hb = serialize.heartbeatReq(2);
+      const stream = Buffer.concat(Array.from({ length: 400 }, () => hb));
+      for (let i = 0; i < stream.length; i += 18) { // 18 is not a multiple of 12: chunks end mid-frame
+        socket.feed(stream.subarray(i, i + 18));
+        await clock.tickAsync(100);
+      }
+      assert.equal(socket.destroyed, false, session.closeReason);
+      assert.equal(socket.replies.filter((m) => m.type === 'HEARTBEAT_CONF').length, 400);
+    } finally {
+      clock.restore();
+    }
+  });
+});
