@@ -66,6 +66,7 @@ async function runWorker(config) {
   const log = createLogger({ component: `gateway[${process.pid}]`, ...config.log });
   const metrics = new Metrics();
   AggregatorRegistry.setRegistries([metrics.registry]);
+  new AggregatorRegistry(); // eslint-disable-line no-new -- installs the worker's answer to the primary's metrics requests
   const gateway = new Gateway(config, { log, metrics });
   await gateway.listen();
   process.on('message', (msg) => {
@@ -107,14 +108,16 @@ async function startCluster(config, { log } = {}) {
     logger.error(`worker ${worker.process.pid} exited (${signal || code}); starting another`);
     fork();
   });
+  let port = config.port;
   await new Promise((resolve) => {
     let ready = 0;
-    cluster.on('listening', () => {
+    cluster.on('listening', (worker, address) => {
+      port = address.port; // with port 0 the workers share one port the primary picked
       ready++;
       if (ready === config.workers) resolve();
     });
   });
-  logger.info(`${config.workers} workers listening for ICM routers on ${config.host}:${config.port}`);
+  logger.info(`${config.workers} workers listening for ICM routers on ${config.host}:${port}`);
 
   let admin = null;
   if (config.admin.port !== null) {
@@ -128,7 +131,7 @@ async function startCluster(config, { log } = {}) {
     logger.info(`admin on http://${config.admin.host}:${admin.address().port} (/health /ready /sessions /metrics)`);
   }
   return {
-    port: config.port,
+    port,
     adminPort: admin ? admin.address().port : null,
     async stop() {
       draining = true;

@@ -77,6 +77,14 @@ class Gateway {
     this.sessions.delete(session);
     this.metrics.sessions.dec({ state: 'connected' });
     this.onSessionIdle();
+    if (this.sessions.size === 0 && this.closedWaiters) for (const w of this.closedWaiters.splice(0)) w();
+  }
+
+  /** Resolves once every session has closed (and logged its last line). */
+  allClosed() {
+    if (this.sessions.size === 0) return Promise.resolve();
+    if (!this.closedWaiters) this.closedWaiters = [];
+    return new Promise((resolve) => this.closedWaiters.push(resolve));
   }
 
   onSessionIdle() {
@@ -111,7 +119,7 @@ class Gateway {
       });
     }
     for (const s of this.sessions) s.end('host shutting down', serialize.failureEvent(STATUS.E_AG_HOST_OFFLINE, 'host shutting down'));
-    await Promise.race([closed, new Promise((r) => setTimeout(r, 2000).unref())]);
+    await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, 2000).unref())]);
     await this.backend.close();
     this.log.info('stopped');
   }

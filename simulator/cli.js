@@ -107,6 +107,8 @@ async function main(values) {
     throw err;
   }
   const durationMs = num(values, 'duration', { int: false, min: 0.001 }) * 1000;
+  const window = num(values, 'window', { min: 1 });
+  const rate = num(values, 'rate', { int: false, min: 0.001 }) || 100;
   try {
     await router.start();
   } catch (err) {
@@ -125,11 +127,13 @@ async function main(values) {
     const line = `sent ${s.sent}  answered ${s.answeredCount}  in flight ${router.outstanding.size}  p99 ${s.percentile(99).toFixed(2)} ms  violations ${s.violationCount}`;
     process.stderr.write(process.stderr.isTTY ? `\r${line}\x1b[K` : `${line}\n`);
   };
-  const stopOnSignal = () => { durationCut = true; };
   let durationCut = false;
-  process.once('SIGINT', stopOnSignal);
-  if (values.window !== undefined) await router.runClosedLoop({ window: num(values, 'window', { min: 1 }), durationMs, onTick: () => { onTick(); } });
-  else await router.runOpenLoop({ rate: num(values, 'rate', { int: false, min: 0.001 }) || 100, durationMs, onTick });
+  process.once('SIGINT', () => {
+    durationCut = true;
+    router.cancel();
+  });
+  if (window !== undefined) await router.runClosedLoop({ window, durationMs, onTick });
+  else await router.runOpenLoop({ rate, durationMs, onTick });
   const result = await router.stop();
   if (live && process.stderr.isTTY) process.stderr.write('\n');
   if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

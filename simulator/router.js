@@ -49,6 +49,7 @@ class Router extends EventEmitter {
     this.outstanding = new Set(); // logical queries not yet settled
     this.waiters = [];
     this.alternateNext = 0;
+    this.cancelled = false;
   }
 
   async start({ waitOpenMs = 5000 } = {}) {
@@ -151,7 +152,7 @@ class Router extends EventEmitter {
           i++;
         }
         if (onTick) onTick();
-        if (i >= total) {
+        if (i >= total || this.cancelled) {
           resolve();
           return;
         }
@@ -175,7 +176,7 @@ class Router extends EventEmitter {
           sent++;
         }
         if (onTick) onTick();
-        if (sent >= count || performance.now() >= until) {
+        if (sent >= count || performance.now() >= until || this.cancelled) {
           done = true;
           this.off('settled', fill);
           clearInterval(retry);
@@ -188,6 +189,11 @@ class Router extends EventEmitter {
       fill();
     });
     return sent;
+  }
+
+  /** Ends a running open or closed loop early (Ctrl-C); stop() then settles the books. */
+  cancel() {
+    this.cancelled = true;
   }
 
   /** End of a run: wait for stragglers, count the rest as timeouts, CLOSE_REQ every side. */

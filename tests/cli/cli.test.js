@@ -1,0 +1,131 @@
+'use strict';
+
+// The one CLI as users run it: real child processes on 127.0.0.1.
+
+const assert = require('node:assert/strict');
+const { spawnCli, runCli } = require('../helpers/spawn');
+const { Router } = require('../../simulator/router');
+const { WireClient } = require('../helpers/wire');
+const { STATUS } = require('../../lib/protocol');
+
+describe('ged145 CLI', () => {
+  it('prints usage and exits 2 for an unknown command or a bad flag', async () => {
+    for (const args of [['nope'], ['gateway', '--bogus'], ['router', '--rate', 'fast'], ['rest-sim', '--error-rate', 'x'], ['router', '--sides', 'C']]) {
+      const r = await runCli(args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.err}`);
+      assert.match(r.err, /usage: ged145/, args.join(' '));
+      assert.ok(!/\n\s+at /.test(r.err), `no stack trace: ${r.err}`);
+    }
+  });
+
+  it('--help lists the commands and exits 0', async () => {
+    const r = await runCli(['--help']);
+    assert.equal(r.code, 0);
+    for (const c of ['gateway', 'rest-sim', 'router', 'run']) assert.match(r.out, new RegExp(`\\b${c}\\b`));
+  });
+
+  it('gateway without a backend says what to do in one line and exits 1', async () => {
+    const r = await runCli(['gateway', '--port', '0', '--admin-port', '0'], { env: { GED145_BACKEND_URL: '' } });
+    assert.equal(r.code, 1);
+    assert.match(r.err, /no backend configured/);
+    assert.ok(!/\n\s+at /.test(r.err), r.err);
+  });
+
+  it('a bad config file names the key and exits 1', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-')), 'bad.json');
+    fs.writeFileSync(file, JSON.stringify({ limits: { maxInFlight: -1 } }));
+    const r = await runCli(['gateway', '--config', file, '--backend', 'http://127.0.0.1:1']);
+    assert.equal(r.code, 1);
+    assert.match(r.err, /limits\.maxInFlight must be a positive integer/);
+  });
+
+  describe('rest-sim + gateway + router as three processes', () => {
+    let sim;
+    let gw;
+    before(async () => {
+      sim = spawnCli(['rest-sim', '--port', '0']);
+      const [, simUrl] = await sim.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      gw = spawnCli(['gateway', '--port', '0', '--host', '127.0.0.1', '--admin-port', '0', '--backend', simUrl]);
+      const [, port] = await gw.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/);
+      gw.port = Number(port);
+    });
+    after(async () => {
+      for (const p of [gw, sim]) if (p && p.exitCode === null) p.kill('SIGKILL');
+    });
+
+    it('ged145 router prints a JSON summary with every query answered', async () => {
+      const r = await runCli(['router', '--port', String(gw.port), '--rate', '200', '--duration', '1', '--json', '--sides', 'A,B']);
+      assert.equal(r.code, 0, r.err);
+      const s = JSON.parse(r.out);
+      assert.equal(s.sent, 200);
+      assert.equal(s.ok, 200);
+      assert.deepEqual(s.violations, {});
+      assert.equal(s.lost + s.timeout, 0);
+    });
+
+    it('SIGTERM under load: every query the gateway read is answered, then it exits 0', async () => {
+      const router = new Router({ targets: [{ host: '127.0.0.1', port: gw.port }], settings: { sessionRetryMs: 60_000 }, seed: 9 });
+      await router.start();
+      const load = router.runOpenLoop({ rate: 400, durationMs: 1500 });
+      setTimeout(() => gw.kill('SIGTERM'), 700);
+      await load;
+      const { code } = await gw.exited;
+      const s = await router.stop({ drainMs: 100 });
+      assert.equal(code, 0, gw.err);
+      const line = [...gw.err.matchAll(/router disconnected .*queries=(\d+) ok=(\d+) failed=(\d+)/g)].at(-1);
+      assert.ok(line, gw.err);
+      const [, read, ok, failed] = line.map(Number);
+      assert.equal(ok + failed, read, 'the gateway answered every query it read');
+      assert.equal(s.answered, read, `the router received exactly those answers\n${gw.err}`);
+      assert.equal(s.violationCount || Object.keys(s.violations).length, 0);
+      assert.ok((s.failures.E_AG_HOST_OFFLINE || 0) + s.ok === s.answered);
+      assert.match(line[0], /abandonedQueries=0/);
+    });
+  });
+
+  it('--workers 2 serves from two processes on one port, with aggregated /metrics', async () => {
+    const gw = spawnCli(['gateway', '--port', '0', '--host', '127.0.0.1', '--admin-port', '0', '--workers', '2', '--embedded-backend']);
+    try {
+      const [, port] = await gw.waitFor(/2 workers listening for ICM routers on 127\.0\.0\.1:(\d+)/, 15_000);
+      const [, adminPort] = await gw.waitFor(/admin on http:\/\/127\.0\.0\.1:(\d+)/);
+      const clients = [];
+      for (let i = 0; i < 6; i++) {
+        const c = await WireClient.connect(Number(port));
+        await c.open({ config: `w${i}` });
+        c.query(2, { subtype: 'customer.lookup', clid: '5551000001' });
+        assert.equal((await c.waitFor((m) => m.invokeId === 2)).status, 0);
+        clients.push(c);
+      }
+      const sessions = await (await fetch(`http://127.0.0.1:${adminPort}/sessions`)).json();
+      assert.equal(sessions.length, 6);
+      assert.equal(new Set(sessions.map((s) => s.pid)).size, 2, 'both workers took connections');
+      const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+      assert.match(metrics, /ged145_queries_total\{subtype="customer.lookup",outcome="ok"\} 6/);
+      for (const c of clients) c.close();
+      gw.kill('SIGTERM');
+      assert.equal((await gw.exited).code, 0);
+    } finally {
+      if (gw.exitCode === null) gw.kill('SIGKILL');
+    }
+  });
+
+  it('npm start serves real answers from the built-in REST simulator', async () => {
+    const npm = spawnCli([], { cmd: 'npm', cmdArgs: ['start', '--silent'], env: { GED145_PORT: '0', GED145_HOST: '127.0.0.1', GED145_ADMIN_PORT: '0' } });
+    try {
+      const [, port] = await npm.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/, 15_000);
+      const c = await WireClient.connect(Number(port));
+      await c.open();
+      c.query(2, { subtype: 'customer.lookup', clid: '5551000007' });
+      const r = await c.waitFor((m) => m.invokeId === 2);
+      assert.equal(r.status, STATUS.E_AG_NO_ERROR);
+      assert.equal(r.vars[1], 'A100007');
+      c.close();
+    } finally {
+      npm.kill('SIGTERM');
+      await npm.exited;
+    }
+  });
+});

@@ -1,0 +1,44 @@
+'use strict';
+
+// Runs bin/ged145.js (or npm) as a real child process and waits for lines it logs.
+
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+
+const ROOT = path.join(__dirname, '..', '..');
+const BIN = path.join(ROOT, 'bin', 'ged145.js');
+
+function spawnCli(args, { env = {}, cmd = process.execPath, cmdArgs } = {}) {
+  const child = spawn(cmd, cmdArgs || [BIN, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.out = '';
+  child.err = '';
+  child.stdout.on('data', (d) => { child.out += d; });
+  child.stderr.on('data', (d) => { child.err += d; });
+  child.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  /** Resolves with the regexp match once stdout+stderr contain it. */
+  child.waitFor = (re, ms = 10_000) => new Promise((resolve, reject) => {
+    const started = Date.now();
+    const check = () => {
+      const m = re.exec(child.out + child.err);
+      if (m) return resolve(m);
+      if (child.exitCode !== null) return reject(new Error(`process exited (${child.exitCode}) before ${re}:\n${child.out}${child.err}`));
+      if (Date.now() - started > ms) return reject(new Error(`timed out waiting for ${re}:\n${child.out}${child.err}`));
+      return setTimeout(check, 20);
+    };
+    check();
+  });
+  return child;
+}
+
+/** Runs to completion: {code, out, err}. */
+async function runCli(args, opts) {
+  const child = spawnCli(args, opts);
+  const { code } = await child.exited;
+  return { code, out: child.out, err: child.err };
+}
+
+module.exports = { spawnCli, runCli, ROOT, BIN };
