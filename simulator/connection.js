@@ -138,6 +138,17 @@ class RouterConnection extends EventEmitter {
     return true;
   }
 
+  /** One HEARTBEAT_REQ now; resolves with its round trip in ms (rejects if the connection drops). */
+  ping() {
+    if (this.state !== 'open') return Promise.reject(new Error('no open session'));
+    const invokeId = this.invokeId();
+    if (!this.pings) this.pings = new Map();
+    return new Promise((resolve, reject) => {
+      this.pings.set(invokeId, { sentAt: performance.now(), resolve, reject });
+      this.write(serialize.heartbeatReq(invokeId));
+    });
+  }
+
   sendParam(paramId, paramValue) {
     if (this.state !== 'open') return;
     this.write(serialize.paramReq({ invokeId: this.invokeId(), paramId, paramValue }));
@@ -242,6 +253,12 @@ class RouterConnection extends EventEmitter {
   }
 
   onHeartbeatConf(msg) {
+    const ping = this.pings && this.pings.get(msg.invokeId);
+    if (ping) {
+      this.pings.delete(msg.invokeId);
+      ping.resolve(performance.now() - ping.sentAt);
+      return;
+    }
     if (this.heartbeat === null || msg.invokeId !== this.heartbeat.invokeId) {
       if (this.lateHeartbeats && this.lateHeartbeats.delete(msg.invokeId)) return; // a late answer
       this.stats.violation('unexpected HEARTBEAT_CONF');
@@ -333,6 +350,10 @@ class RouterConnection extends EventEmitter {
     this.stats.closed(reason);
     this.loseInFlight();
     this.expectingFatal = null;
+    if (this.pings) {
+      for (const p of this.pings.values()) p.reject(new Error(`connection closed: ${reason}`));
+      this.pings.clear();
+    }
     if (this.closeWait) this.closeWait.resolve();
     this.emit('down', reason);
     if (this.stopping) {

@@ -1,0 +1,119 @@
+'use strict';
+
+// The HTML report: one self-contained file (Chart.js and the data inlined), which opens offline.
+// Per suite: throughput over time, latency percentiles over time, the latency distribution,
+// errors by kind, CPU% and RSS over time; the summary table on top.
+
+const fs = require('node:fs');
+const path = require('node:path');
+
+const CHART_JS = path.join(path.dirname(require.resolve('chart.js')), 'chart.umd.min.js');
+
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
+
+/** Only what the charts need, so the page stays small. */
+function chartData(r) {
+  const procs = (r.monitor && r.monitor.processes) || {};
+  return {
+    suite: r.suite,
+    timeline: r.timeline || [],
+    distribution: r.distribution || [],
+    errors: r.summary ? errorsOf(r.summary) : {},
+    processes: Object.fromEntries(Object.entries(procs).map(([n, p]) => [n, p.samples.map((s) => ({ t: s.t, cpu: s.cpu, rssMb: s.rssKb / 1024 }))])),
+    monitorSource: r.monitor ? r.monitor.source : null,
+    capacity: r.capacitySteps || null,
+  };
+}
+
+function errorsOf(s) {
+  const out = { ...s.failures };
+  for (const [k, v] of Object.entries(s.violations)) out[`violation: ${k}`] = v;
+  for (const k of ['late', 'timeout', 'lost']) if (s[k]) out[k] = s[k];
+  if (s.injected && (s.injected.reject || s.injected.fatal)) {
+    out['induced reject'] = s.injected.reject;
+    out['caught reject'] = s.caught.reject + s.voided.reject;
+    out['induced fatal'] = s.injected.fatal;
+    out['caught fatal'] = s.caught.fatal + s.voided.fatal;
+  }
+  return out;
+}
+
+function htmlReport(results, { title = 'ged145 test run', meta = {} } = {}) {
+  const chartJs = fs.readFileSync(CHART_JS, 'utf8').replace(/\/\/# sourceMappingURL=.*$/m, '');
+  const data = JSON.stringify(results.map(chartData)).replace(/</g, '\\u003c');
+  const summaryRows = results.map((r) => `<tr class="${r.verdict.pass ? 'pass' : 'fail'}"><td>${esc(r.suite)}</td><td>${r.verdict.pass ? 'PASS' : `FAIL: ${esc(r.verdict.reasons.join('; '))}`}</td><td>${esc(r.title)}</td></tr>`).join('\n');
+  const sections = results.map((r, i) => `
+<section>
+  <h2>${esc(r.title)}</h2>
+  <table class="figures">${(r.rows || []).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('')}</table>
+  <div class="grid">
+    <figure><figcaption>Throughput over time (answers/s)</figcaption><canvas data-chart="throughput" data-suite="${i}"></canvas></figure>
+    <figure><figcaption>Latency percentiles over time (ms)</figcaption><canvas data-chart="latency" data-suite="${i}"></canvas></figure>
+    <figure><figcaption>Latency distribution (ms by percentile)</figcaption><canvas data-chart="distribution" data-suite="${i}"></canvas></figure>
+    <figure><figcaption>Errors by kind</figcaption><canvas data-chart="errors" data-suite="${i}"></canvas></figure>
+    <figure><figcaption>CPU % over time</figcaption><canvas data-chart="cpu" data-suite="${i}"></canvas></figure>
+    <figure><figcaption>RSS over time (MiB)</figcaption><canvas data-chart="rss" data-suite="${i}"></canvas></figure>
+  </div>
+</section>`).join('\n');
+  const metaRows = Object.entries(meta).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('');
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
+h1{font-size:22px}h2{font-size:17px;margin-top:32px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 10px;text-align:left;vertical-align:top}
+table.summary td,table.summary th{border:1px solid #ddd}tr.pass td:nth-child(2){color:#17803d;font-weight:600}tr.fail td:nth-child(2){color:#b42318;font-weight:600}
+table.figures th{font-weight:600;color:#555}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:16px}
+figure{margin:0;border:1px solid #eee;padding:8px}figcaption{font-weight:600;margin-bottom:4px}canvas{width:100%;height:240px}
+</style></head>
+<body>
+<h1>${esc(title)}</h1>
+<table class="meta">${metaRows}</table>
+<table class="summary"><tr><th>suite</th><th>verdict</th><th>what ran</th></tr>
+${summaryRows}
+</table>
+${sections}
+<script>${chartJs}</script>
+<script type="application/json" id="report-data">${data}</script>
+<script>
+(function () {
+  var suites = JSON.parse(document.getElementById('report-data').textContent);
+  var colors = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
+  Chart.defaults.animation = false;
+  Chart.defaults.maintainAspectRatio = false;
+  function line(labels, sets, yTitle) {
+    return { type: 'line', data: { labels: labels, datasets: sets.map(function (s, i) { return { label: s.label, data: s.data, borderColor: colors[i % colors.length], backgroundColor: colors[i % colors.length], pointRadius: 0, borderWidth: 1.5, spanGaps: true }; }) },
+      options: { scales: { x: { title: { display: true, text: 'seconds' } }, y: { beginAtZero: true, title: { display: true, text: yTitle } } } } };
+  }
+  function processSeries(s, key) {
+    var names = Object.keys(s.processes);
+    var longest = names.reduce(function (a, n) { return s.processes[n].length > a.length ? s.processes[n] : a; }, []);
+    return line(longest.map(function (p) { return p.t.toFixed(0); }), names.map(function (n) { return { label: n + (s.monitorSource ? ' (' + s.monitorSource + ')' : ''), data: s.processes[n].map(function (p) { return p[key]; }) }; }), key === 'cpu' ? '% of one core' : 'MiB');
+  }
+  var build = {
+    throughput: function (s) { return line(s.timeline.map(function (p) { return p.t.toFixed(0); }), [{ label: 'answers/s', data: s.timeline.map(function (p) { return p.txPerSec; }) }], 'answers/s'); },
+    latency: function (s) { return line(s.timeline.map(function (p) { return p.t.toFixed(0); }), [
+      { label: 'p50', data: s.timeline.map(function (p) { return p.p50; }) },
+      { label: 'p99', data: s.timeline.map(function (p) { return p.p99; }) },
+      { label: 'max', data: s.timeline.map(function (p) { return p.max; }) }], 'ms'); },
+    distribution: function (s) { return { type: 'line', data: { labels: s.distribution.map(function (d) { return 'p' + d.percentile; }), datasets: [{ label: 'latency', data: s.distribution.map(function (d) { return d.ms; }), borderColor: colors[0], backgroundColor: colors[0], stepped: true }] },
+      options: { scales: { y: { type: 'logarithmic', title: { display: true, text: 'ms (log)' } } } } }; },
+    errors: function (s) { var keys = Object.keys(s.errors); if (keys.length === 0) keys = ['none']; return { type: 'bar', data: { labels: keys, datasets: [{ label: 'count', data: keys.map(function (k) { return s.errors[k] || 0; }), backgroundColor: keys.map(function (k) { return /^caught|^induced/.test(k) ? colors[0] : colors[1]; }) }] }, options: { indexAxis: 'y', scales: { x: { beginAtZero: true } } } }; },
+    cpu: function (s) { return processSeries(s, 'cpu'); },
+    rss: function (s) { return processSeries(s, 'rssMb'); }
+  };
+  var rendered = 0;
+  document.querySelectorAll('canvas[data-chart]').forEach(function (canvas) {
+    var s = suites[Number(canvas.dataset.suite)];
+    new Chart(canvas, build[canvas.dataset.chart](s));
+    rendered++;
+  });
+  document.body.dataset.chartsRendered = String(rendered);
+})();
+</script>
+</body></html>
+`;
+}
+
+module.exports = { htmlReport };

@@ -1,0 +1,58 @@
+'use strict';
+
+// What every suite shares: a router simulator aimed at the target, a timeline, process
+// monitoring, and the shape of a suite's result.
+
+const { Router } = require('../../simulator/router');
+const { Timeline, distribution } = require('../timeline');
+const { ProcessMonitor } = require('../monitor');
+
+/** Runs fn(router) with the timeline and the monitor around it; returns the raw material of a report. */
+async function measured(ctx, routerOptions, fn) {
+  const router = new Router({ targets: [ctx.target], seed: ctx.seed, ...routerOptions, settings: { sessionRetryMs: 200, ...(routerOptions.settings || {}) } });
+  const monitor = new ProcessMonitor(ctx.monitorTargets, { prefer: ctx.monitorWith }).start();
+  await router.start();
+  const timeline = new Timeline(router).start();
+  const t0 = Date.now();
+  let extra;
+  try {
+    extra = await fn(router);
+  } finally {
+    timeline.stop();
+  }
+  const summary = await router.stop();
+  const elapsedMs = Date.now() - t0;
+  summary.elapsedMs = elapsedMs;
+  summary.txPerSec = (summary.answered * 1000) / elapsedMs;
+  return {
+    summary,
+    timeline: timeline.points,
+    distribution: distribution(router.stats.histogram),
+    monitor: monitor.stop(),
+    extra,
+  };
+}
+
+/** Errors in a run that must have none. */
+function errorCount(s) {
+  const failures = Object.values(s.failures).reduce((a, b) => a + b, 0);
+  const violations = Object.values(s.violations).reduce((a, b) => a + b, 0);
+  return failures + s.timeout + s.lost + violations + s.late + s.unsent;
+}
+
+function errorsByKind(s) {
+  const out = { ...s.failures };
+  for (const [k, v] of Object.entries(s.violations)) out[`violation: ${k}`] = v;
+  if (s.late) out.late = s.late;
+  if (s.timeout) out.timeout = s.timeout;
+  if (s.lost) out.lost = s.lost;
+  if (s.unsent) out['no open session'] = s.unsent;
+  return out;
+}
+
+/** A progress bar callback (or a no-op): update(fraction 0..1, label). */
+function progress(ctx, title) {
+  return ctx.progress ? ctx.progress(title) : { update() {}, stop() {} };
+}
+
+module.exports = { measured, errorCount, errorsByKind, progress };

@@ -1,0 +1,48 @@
+'use strict';
+
+// error: a timed run with writes fragmented at random (0-4 extra splits) and invalid frames
+// injected; every induced error must be caught, and nothing else may go wrong.
+
+const { measured, progress } = require('./common');
+
+async function error(ctx, { durationS = 60, invalidRate = 0.15, frag = 4, window = 4 } = {}) {
+  const bar = progress(ctx, 'error');
+  const res = await measured(ctx, { injection: { frag }, invalidRate }, async (router) => {
+    const t0 = Date.now();
+    await router.runClosedLoop({ window, durationMs: durationS * 1000, onTick: () => bar.update((Date.now() - t0) / (durationS * 1000)) });
+  });
+  bar.stop();
+  const s = res.summary;
+  const inducedRejects = s.injected.reject;
+  const caughtRejects = s.caught.reject + s.voided.reject;
+  const inducedFatal = s.injected.fatal;
+  const caughtFatal = s.caught.fatal + s.voided.fatal;
+  const violations = Object.values(s.violations).reduce((a, b) => a + b, 0);
+  const gatewayCloses = Object.fromEntries(Object.entries(s.closes).filter(([k]) => k.startsWith('host closed')));
+  const unexpected = Object.entries(s.failures).filter(([k]) => k !== 'E_AG_INVALID_MESSAGE').reduce((a, [, v]) => a + v, 0);
+  const reasons = [];
+  if (caughtRejects !== inducedRejects) reasons.push(`rejects induced ${inducedRejects}, caught ${caughtRejects}`);
+  if (caughtFatal !== inducedFatal) reasons.push(`fatal frames induced ${inducedFatal}, caught ${caughtFatal}`);
+  if (violations) reasons.push(`${violations} protocol violations`);
+  if (unexpected) reasons.push(`${unexpected} queries failed`);
+  if (s.timeout) reasons.push(`${s.timeout} queries never answered`);
+  return {
+    suite: 'error',
+    title: `error: ${durationS} s, fragmented writes (0-${frag} extra splits), invalid frames before ${Math.round(invalidRate * 100)}% of queries`,
+    figures: {
+      transactions: s.answered, txPerSec: s.txPerSec, induced: { reject: inducedRejects, fatal: inducedFatal }, caught: { reject: caughtRejects, fatal: caughtFatal }, gatewayCloses, lostToInducedCloses: s.lost,
+    },
+    rows: [
+      ['transactions', `${s.answered.toLocaleString('en-US')} (${Math.round(s.txPerSec).toLocaleString('en-US')} tx/s)`],
+      ['induced errors', `${inducedRejects + inducedFatal} (${inducedRejects} rejects, ${inducedFatal} fatal)`],
+      ['caught errors', `${caughtRejects + caughtFatal} (${caughtRejects} answered E_AG_INVALID_MESSAGE, ${caughtFatal} connections closed)`],
+      ['gateway closed', Object.entries(gatewayCloses).map(([k, v]) => `${v} x ${k.replace('host closed after ', '')}`).join(', ') || 'none'],
+      ['queries lost to those closes', String(s.lost)],
+      ['protocol violations', String(violations)],
+    ],
+    verdict: { pass: reasons.length === 0, reasons },
+    ...res,
+  };
+}
+
+module.exports = { error };

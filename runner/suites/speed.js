@@ -1,0 +1,45 @@
+'use strict';
+
+// speed: N sequential heartbeats on a fresh session, then N sequential queries (window 1).
+
+const { measured, errorCount } = require('./common');
+const { newHistogram } = require('../../simulator/stats');
+
+async function speed(ctx, { count = 10 } = {}) {
+  const hb = newHistogram();
+  const res = await measured(ctx, {}, async (router) => {
+    const conn = router.connections[0];
+    const t0 = performance.now();
+    for (let i = 0; i < count; i++) hb.recordValue(Math.max(1, Math.round((await conn.ping()) * 1000)));
+    const heartbeatMs = performance.now() - t0;
+    const q0 = performance.now();
+    await router.runClosedLoop({ window: 1, count });
+    await router.drain(2000);
+    return { heartbeatMs, queryMs: performance.now() - q0 };
+  });
+  const s = res.summary;
+  const ms = (h, p) => h.getValueAtPercentile(p) / 1000;
+  const figures = {
+    heartbeats: {
+      transactions: count, elapsedMs: res.extra.heartbeatMs, avgMs: res.extra.heartbeatMs / count, p50Ms: ms(hb, 50), p99Ms: ms(hb, 99),
+    },
+    queries: {
+      transactions: s.answered, elapsedMs: res.extra.queryMs, avgMs: res.extra.queryMs / count, p50Ms: s.latencyMs.p50, p99Ms: s.latencyMs.p99,
+    },
+  };
+  const errors = errorCount(s);
+  return {
+    suite: 'speed',
+    title: `speed: ${count} sequential heartbeats, then ${count} sequential queries`,
+    figures,
+    rows: [
+      ['heartbeats', `${count} in ${figures.heartbeats.elapsedMs.toFixed(1)} ms; avg ${figures.heartbeats.avgMs.toFixed(3)} ms, p50 ${figures.heartbeats.p50Ms.toFixed(3)} ms, p99 ${figures.heartbeats.p99Ms.toFixed(3)} ms`],
+      ['queries', `${s.answered} in ${figures.queries.elapsedMs.toFixed(1)} ms; avg ${figures.queries.avgMs.toFixed(3)} ms, p50 ${figures.queries.p50Ms.toFixed(3)} ms, p99 ${figures.queries.p99Ms.toFixed(3)} ms`],
+      ['errors', String(errors)],
+    ],
+    verdict: { pass: errors === 0 && s.ok === count, reasons: errors ? [`${errors} errors`] : [] },
+    ...res,
+  };
+}
+
+module.exports = { speed };

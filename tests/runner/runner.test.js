@@ -1,0 +1,179 @@
+'use strict';
+
+// The suites end to end against a real gateway and REST simulator (child processes), the
+// process monitor with both sources, and the reports.
+
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { runSuites, writeHtml, writeJson } = require('../../runner');
+const { ProcessMonitor, hasPidstat, slope } = require('../../runner/monitor');
+const { consoleReport } = require('../../runner/report/console');
+const { runCli } = require('../helpers/spawn');
+
+const REPORTS = path.join(__dirname, '..', '..', 'reports');
+
+describe('test runner', function () {
+  this.timeout(120_000);
+  let run;
+
+  before(async () => {
+    run = await runSuites('all', { suite: { durationS: 3, count: 10 }, seed: 1 });
+  });
+
+  it('all: speed, error and load run against child processes and pass', () => {
+    assert.deepEqual(run.results.map((r) => r.suite), ['speed', 'error', 'load']);
+    for (const r of run.results) assert.ok(r.verdict.pass, `${r.suite}: ${r.verdict.reasons}`);
+    const [speed, error, load] = run.results;
+    assert.equal(speed.figures.heartbeats.transactions, 10);
+    assert.equal(speed.figures.queries.transactions, 10);
+    assert.ok(error.figures.induced.reject > 0);
+    assert.deepEqual(error.figures.caught, error.figures.induced);
+    assert.equal(load.figures.errors, 0);
+    assert.equal(load.figures.transactions, 1500);
+  });
+
+  it('samples the gateway and the REST simulator every second', () => {
+    const mon = run.results[2].monitor;
+    assert.equal(mon.source, hasPidstat() ? 'pidstat' : '/proc');
+    for (const name of ['gateway', 'rest-sim']) {
+      const p = mon.processes[name];
+      assert.ok(p.samples.length >= 2, `${name}: ${p.samples.length} samples`);
+      assert.ok(p.rssMaxKb > 10_000, `${name} RSS ${p.rssMaxKb} KiB`);
+      assert.ok(p.samples.every((s) => s.cpu >= 0));
+    }
+  });
+
+  it('prints a compact console block per suite', () => {
+    const text = consoleReport(run.results);
+    for (const line of ['speed: 10 sequential heartbeats', 'induced errors', 'caught errors', 'latency', 'verdict']) assert.ok(text.includes(line), line);
+    assert.ok(!text.includes('undefined') && !text.includes('NaN'), text);
+  });
+
+  it('writes every figure as JSON', () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-')), 'run.json');
+    writeJson(file, run);
+    const back = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.equal(back.results.length, 3);
+    assert.ok(back.results[2].summary.latencyMs.p99 > 0);
+    assert.ok(back.meta.machine.includes('cores'));
+  });
+
+  it('the HTML report renders every chart in headless Chromium with no page errors', async () => {
+    const { chromium } = require('playwright-core');
+    const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+    assert.ok(fs.existsSync(executablePath), `Chromium is needed at ${executablePath} (apt-get install chromium; .ci/run does it)`);
+    fs.mkdirSync(REPORTS, { recursive: true });
+    const file = path.join(REPORTS, 'test-report.html');
+    writeHtml(file, run, 'ged145 test-suite report');
+    const browser = await chromium.launch({
+      executablePath,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+      const problems = [];
+      page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+      page.on('pageerror', (e) => problems.push(e.message));
+      page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
+      await page.goto(`file://${file}`);
+      await page.waitForFunction(() => document.body.dataset.chartsRendered !== undefined, null, { timeout: 10_000 });
+      const check = await page.evaluate(() => {
+        const canvases = [...document.querySelectorAll('canvas[data-chart]')];
+        return {
+          canvases: canvases.length,
+          rendered: Number(document.body.dataset.chartsRendered),
+          withChart: canvases.filter((c) => window.Chart.getChart(c) !== undefined).length,
+          painted: canvases.filter((c) => {
+            const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+            for (let i = 3; i < data.length; i += 4) if (data[i] !== 0) return true;
+            return false;
+          }).length,
+          kinds: [...new Set(canvases.map((c) => c.dataset.chart))].sort(),
+          summaryRows: document.querySelectorAll('table.summary tr').length - 1,
+        };
+      });
+      assert.deepEqual(problems, []);
+      assert.equal(check.canvases, 18);
+      assert.equal(check.rendered, 18);
+      assert.equal(check.withChart, 18);
+      assert.equal(check.painted, 18);
+      assert.deepEqual(check.kinds, ['cpu', 'distribution', 'errors', 'latency', 'rss', 'throughput']);
+      assert.equal(check.summaryRows, 3);
+      await page.screenshot({ path: path.join(REPORTS, 'test-report.png'), fullPage: true });
+      assert.ok(fs.statSync(path.join(REPORTS, 'test-report.png')).size > 10_000);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('soak reports CPU and RSS high-water marks and the RSS trend', async () => {
+    const soak = await runSuites('soak', { suite: { rate: 200, durationS: 4 }, monitorWith: '/proc' });
+    const r = soak.results[0];
+    assert.ok(r.verdict.pass, r.verdict.reasons.join());
+    assert.equal(r.monitor.source, '/proc');
+    assert.ok(r.figures.gateway.rssMaxKb > 0);
+    assert.ok(r.rows.some(([k]) => k === 'RSS trend'));
+  });
+
+  it('capacity raises the rate until the budget breaks and names the highest rate that held', async () => {
+    const cap = await runSuites('capacity', { suite: { start: 200, step: 400, max: 1000, stepS: 1, budgetMs: 1000 } });
+    const r = cap.results[0];
+    assert.deepEqual(r.figures.steps.map((s) => s.rate), [200, 600, 1000]);
+    assert.equal(r.figures.sustainableRate, 1000);
+    const tight = await runSuites('capacity', { suite: { start: 200, step: 200, max: 600, stepS: 1, budgetMs: 0.001 } });
+    assert.equal(tight.results[0].figures.sustainableRate, 0);
+    assert.equal(tight.results[0].figures.steps.length, 1, 'it stops at the first step that fails');
+  });
+
+  it('--target runs against a gateway that is already running', async () => {
+    const { startStack } = require('../helpers/stack');
+    const stack = await startStack();
+    try {
+      const r = await runSuites('speed', { target: { host: '127.0.0.1', port: stack.port }, pid: process.pid });
+      assert.ok(r.results[0].verdict.pass);
+      assert.match(r.meta.target, new RegExp(`127.0.0.1:${stack.port}`));
+    } finally {
+      await stack.stop();
+    }
+  });
+
+  it('ged145 run prints the report, writes JSON and HTML, exits 0; bad usage exits 2', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-'));
+    const r = await runCli(['run', 'load', '--rate', '100', '--duration', '2', '--json', path.join(dir, 'r.json'), '--html', path.join(dir, 'r.html')]);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /load: 100 queries\/s for 2 s/);
+    assert.match(r.out, /HTML report: /);
+    assert.ok(fs.existsSync(path.join(dir, 'r.json')) && fs.existsSync(path.join(dir, 'r.html')));
+    assert.equal((await runCli(['run', 'nope'])).code, 2);
+    assert.equal((await runCli(['run', 'load', '--rate', '-1'])).code, 2);
+  });
+});
+
+describe('process monitor', () => {
+  for (const prefer of ['/proc', 'pidstat']) {
+    it(`reads CPU and RSS of a busy process (${prefer})`, async function () {
+      if (prefer === 'pidstat' && !hasPidstat()) this.skip(); // sysstat not installed here; .ci/run installs it
+      const { spawn } = require('node:child_process');
+      const busy = spawn(process.execPath, ['-e', 'const b = Buffer.alloc(64 * 1024 * 1024, 1); while (true) b[0]++;']);
+      try {
+        await new Promise((r) => setTimeout(r, 300));
+        const mon = new ProcessMonitor([{ name: 'busy', pid: busy.pid }], { intervalMs: prefer === 'pidstat' ? 1000 : 200, prefer }).start();
+        await new Promise((r) => setTimeout(r, prefer === 'pidstat' ? 2600 : 1100));
+        const s = mon.stop();
+        assert.equal(s.source, prefer);
+        const p = s.processes.busy;
+        assert.ok(p.samples.length >= 2, `${p.samples.length} samples`);
+        assert.ok(p.cpuMax > 50, `cpu ${p.cpuMax}`);
+        assert.ok(p.rssMaxKb > 60 * 1024, `rss ${p.rssMaxKb} KiB`);
+      } finally {
+        busy.kill('SIGKILL');
+      }
+    });
+  }
+
+  it('fits the RSS trend with least squares', () => {
+    assert.equal(slope([[0, 1], [1, 3], [2, 5]]), 2);
+  });
+});
