@@ -38,6 +38,7 @@ const DEFAULTS = Object.freeze({
   log: { level: 'info', file: null, redact: false, console: true },
   workers: 1,
   shutdownTimeoutMs: 5000,
+  warmup: true, // run synthetic queries through the code before listening (see gateway/warmup.js)
 });
 
 const ENV = {
@@ -96,6 +97,7 @@ function validate(c, baseDir) {
   check(c.admin.port === null || intIn(c.admin.port, 0, 65535), 'admin.port', 'must be a port number or null');
   check(['error', 'warn', 'info', 'debug'].includes(c.log.level), 'log.level', 'must be error, warn, info or debug');
   check(intIn(c.workers, 1, 64), 'workers', 'must be an integer from 1 to 64');
+  check(typeof c.warmup === 'boolean', 'warmup', 'must be true or false');
   check(isObject(c.routes), 'routes', 'must be an object of subtype -> route');
   const routes = {};
   for (const [subtype, route] of Object.entries(c.routes)) {

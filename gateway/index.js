@@ -59,6 +59,7 @@ function listenError(err, host, port) {
 // ---- cluster ---------------------------------------------------------------------------------
 
 const ASK = 'ged145:ask';
+const READY = 'ged145:ready';
 const ANSWER = 'ged145:answer';
 
 /** Worker side: a gateway without its own admin port; answers the primary's questions. */
@@ -68,7 +69,8 @@ async function runWorker(config) {
   AggregatorRegistry.setRegistries([metrics.registry]);
   new AggregatorRegistry(); // eslint-disable-line no-new -- installs the worker's answer to the primary's metrics requests
   const gateway = new Gateway(config, { log, metrics });
-  await gateway.listen();
+  const port = await gateway.listen();
+  process.send({ type: READY, port });
   process.on('message', (msg) => {
     if (msg && msg.type === ASK && msg.what === 'sessions') {
       process.send({ type: ANSWER, id: msg.id, data: gateway.toJSON().map((s) => ({ ...s, pid: process.pid })) });
@@ -111,8 +113,11 @@ async function startCluster(config, { log } = {}) {
   let port = config.port;
   await new Promise((resolve) => {
     let ready = 0;
-    cluster.on('listening', (worker, address) => {
-      port = address.port; // with port 0 the workers share one port the primary picked
+    // Each worker says when its GED-145 listener is up (cluster's own 'listening' event would
+    // also fire for any other server a worker opens).
+    cluster.on('message', (worker, msg) => {
+      if (!msg || msg.type !== READY) return;
+      port = msg.port; // with port 0 the workers share one port the primary picked
       ready++;
       if (ready === config.workers) resolve();
     });

@@ -9,6 +9,7 @@ const { serialize, STATUS } = require('../lib/protocol');
 const { Session } = require('./session');
 const { Backend } = require('./backend');
 const { Metrics } = require('./metrics');
+const { warmUp } = require('./warmup');
 
 class Gateway {
   constructor(config, { log, metrics } = {}) {
@@ -26,7 +27,11 @@ class Gateway {
     this.idleWaiters = [];
   }
 
-  listen(port = this.config.port, host = this.config.host) {
+  async listen(port = this.config.port, host = this.config.host) {
+    if (this.config.warmup) {
+      const ms = await warmUp(this.config);
+      this.log.info(`warmed up in ${Math.round(ms)} ms`);
+    }
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, host, () => {

@@ -191,6 +191,12 @@ class Router extends EventEmitter {
     return sent;
   }
 
+  /** Starts the books afresh (after an unmeasured warm-up phase). */
+  resetStats() {
+    this.stats = new RunStats();
+    for (const c of this.connections) c.stats = this.stats;
+  }
+
   /** Ends a running open or closed loop early (Ctrl-C); stop() then settles the books. */
   cancel() {
     this.cancelled = true;

@@ -113,7 +113,9 @@ describe('ged145 CLI', () => {
   });
 
   it('npm start serves real answers from the built-in REST simulator', async () => {
-    const npm = spawnCli([], { cmd: 'npm', cmdArgs: ['start', '--silent'], env: { GED145_PORT: '0', GED145_HOST: '127.0.0.1', GED145_ADMIN_PORT: '0' } });
+    const npm = spawnCli([], {
+      cmd: 'npm', cmdArgs: ['start', '--silent'], env: { GED145_PORT: '0', GED145_HOST: '127.0.0.1', GED145_ADMIN_PORT: '0' }, group: true,
+    });
     try {
       const [, port] = await npm.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/, 15_000);
       const c = await WireClient.connect(Number(port));
@@ -124,7 +126,7 @@ describe('ged145 CLI', () => {
       assert.equal(r.vars[1], 'A100007');
       c.close();
     } finally {
-      npm.kill('SIGTERM');
+      npm.killGroup('SIGTERM'); // npm and the gateway it started
       await npm.exited;
     }
   });

@@ -8,12 +8,20 @@ const path = require('node:path');
 const ROOT = path.join(__dirname, '..', '..');
 const BIN = path.join(ROOT, 'bin', 'ged145.js');
 
-function spawnCli(args, { env = {}, cmd = process.execPath, cmdArgs } = {}) {
+function spawnCli(args, { env = {}, cmd = process.execPath, cmdArgs, group = false } = {}) {
   const child = spawn(cmd, cmdArgs || [BIN, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: group, // its own process group, so that killGroup reaches npm's children too
   });
+  child.killGroup = (signal = 'SIGTERM') => {
+    try {
+      process.kill(group ? -child.pid : child.pid, signal);
+    } catch {
+      // already gone
+    }
+  };
   child.out = '';
   child.err = '';
   child.stdout.on('data', (d) => { child.out += d; });

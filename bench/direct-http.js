@@ -1,0 +1,58 @@
+'use strict';
+
+// The HTTP client limit, run as its own process: the gateway's engine calling the backend
+// directly at concurrency C, with the same request the gateway would send. Prints JSON.
+//   node bench/direct-http.js <engine> <backendUrl> <concurrency> <seconds>
+
+const { performance } = require('node:perf_hooks');
+const { createEngine } = require('../gateway/engines');
+const { queryJson } = require('../gateway/routes');
+const { newHistogram } = require('../simulator/stats');
+const { QUERY } = require('./harness');
+
+async function main() {
+  const [engineName, url, concurrencyArg, secondsArg] = process.argv.slice(2);
+  const concurrency = Number(concurrencyArg);
+  const engine = createEngine(engineName, { connections: 64, maxResponseBytes: 65536 });
+  const origin = new URL(url).origin;
+  const headers = { 'content-type': 'application/json', accept: 'application/json' };
+  const hist = newHistogram();
+  let measuring = false;
+  let done = 0;
+  let errors = 0;
+  let stop = false;
+  let seq = 0;
+  const worker = async () => {
+    while (!stop) {
+      const id = ++seq;
+      const t0 = performance.now();
+      const body = JSON.stringify(queryJson({ ...QUERY, invokeId: id, routerCallKey: id, duplicate: false, noScriptReply: false }));
+      try {
+        const res = await engine.request({ origin, path: `/query/${QUERY.subtype}`, method: 'POST', headers, body, signal: AbortSignal.timeout(5000) });
+        JSON.parse(res.text);
+        if (res.status !== 200) errors++;
+      } catch {
+        errors++;
+      }
+      if (measuring) {
+        done++;
+        hist.recordValue(Math.max(1, Math.round((performance.now() - t0) * 1000)));
+      }
+    }
+  };
+  const workers = Array.from({ length: concurrency }, worker);
+  await new Promise((r) => setTimeout(r, 500));
+  measuring = true;
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, Number(secondsArg) * 1000));
+  const elapsed = performance.now() - t0;
+  measuring = false;
+  const counted = done;
+  stop = true;
+  await Promise.all(workers);
+  await engine.close();
+  const ms = (p) => hist.getValueAtPercentile(p) / 1000;
+  process.stdout.write(`${JSON.stringify({ rate: (counted * 1000) / elapsed, p50: ms(50), p99: ms(99), errors })}\n`);
+}
+
+main();

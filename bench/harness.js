@@ -1,0 +1,159 @@
+'use strict';
+
+// What the benchmarks share: child processes (servers under test, each its own process), a lean
+// pipelined GED-145 client (the same for the bare server and the gateway), process sampling,
+// medians of repeated runs.
+
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const net = require('node:net');
+const { performance } = require('node:perf_hooks');
+const { MessageReader, serialize } = require('../lib/protocol');
+const { newHistogram } = require('../simulator/stats');
+const { readProc } = require('../runner/monitor');
+
+const ROOT = path.join(__dirname, '..');
+const BIN = path.join(ROOT, 'bin', 'ged145.js');
+const children = new Set();
+process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
+
+/** Starts a node script; resolves when `ready` matches its stdout+stderr. */
+function start(args, ready, { env = {} } = {}) {
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const on = (d) => {
+      out += d;
+      const m = ready.exec(out);
+      if (m) {
+        child.stdout.off('data', on);
+        child.stderr.off('data', on);
+        child.stdout.resume();
+        child.stderr.resume();
+        resolve({ child, match: m, pid: child.pid, stop: () => stop(child) });
+      }
+    };
+    child.stdout.on('data', on);
+    child.stderr.on('data', on);
+    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}:\n${out}`)));
+  });
+}
+
+function stop(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.once('exit', () => { clearTimeout(t); resolve(); });
+    child.kill('SIGTERM');
+    return undefined;
+  });
+}
+
+const startBare = () => start([path.join(__dirname, 'bare-server.js')], /^(\d+)\n/).then((p) => ({ ...p, port: Number(p.match[1]) }));
+const startPlainBackend = () => start([path.join(__dirname, 'plain-backend.js')], /^(\d+)\n/).then((p) => ({ ...p, url: `http://127.0.0.1:${p.match[1]}` }));
+const startRestSim = () => start([BIN, 'rest-sim', '--port', '0'], /listening on (http:\/\/[\d.]+:\d+)/).then((p) => ({ ...p, url: p.match[1] }));
+
+/** BENCH_GATEWAY_NODE_ARGS: V8/Node flags for the gateway process only, e.g. --max-semi-space-size=2. */
+const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS || '').split(' ').filter(Boolean);
+
+async function startGateway(backendUrl, extra = []) {
+  const i = extra.indexOf('--workers');
+  const workers = i >= 0 && Number(extra[i + 1]) > 1;
+  const p = await start([...GATEWAY_NODE_ARGS, BIN, 'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra],
+    workers ? /workers listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/ : /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/);
+  return { ...p, port: Number(p.match[1]) };
+}
+
+const QUERY = { routerCallDay: 1, subtype: 'customer.lookup', clid: '5551000042', dn: '8005551000', vars: { 1: 'abc' } };
+
+/**
+ * A closed-loop GED-145 client: `window` requests outstanding for `durationMs`.
+ * kind 'heartbeat' | 'query'. Returns {rate, p50, p99, p999, max (ms), errors, lost, duplicated}.
+ */
+async function runClient({ port, kind = 'heartbeat', window = 1, durationMs = 3000, warmupMs = 500 }) {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.setNoDelay(true);
+  await new Promise((r, j) => { socket.once('connect', r); socket.once('error', j); });
+  const hist = newHistogram();
+  const pending = new Map();
+  let nextId = 1;
+  let done = 0;
+  let errors = 0;
+  let duplicated = 0;
+  let measuring = false;
+  let stopping = false;
+  let resolveOpen;
+  let finish;
+  const opened = new Promise((r) => { resolveOpen = r; });
+  const finished = new Promise((r) => { finish = r; });
+  const send = () => {
+    const id = nextId++;
+    pending.set(id, performance.now());
+    socket.write(kind === 'heartbeat' ? serialize.heartbeatReq(id) : serialize.queryReq({ ...QUERY, invokeId: id, routerCallKey: id }));
+  };
+  const reader = new MessageReader({
+    from: 'host',
+    onMessage(m) {
+      if (m.type === 'OPEN_CONF') return resolveOpen();
+      const sentAt = pending.get(m.invokeId);
+      if (sentAt === undefined) { duplicated++; return undefined; }
+      pending.delete(m.invokeId);
+      if (measuring) {
+        hist.recordValue(Math.max(1, Math.round((performance.now() - sentAt) * 1000)));
+        done++;
+        if (m.status) errors++;
+      }
+      if (!stopping) send();
+      else if (pending.size === 0) finish();
+      return undefined;
+    },
+    onError: () => { errors++; },
+  });
+  socket.on('data', (c) => reader.push(c));
+  socket.write(serialize.openReq({ invokeId: 0xffffffff, version: 2, idleTimeoutMs: 60_000, config: 'bench' }));
+  await opened;
+  for (let i = 0; i < window; i++) send();
+  await new Promise((r) => setTimeout(r, warmupMs));
+  measuring = true;
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, durationMs));
+  const elapsed = performance.now() - t0;
+  measuring = false;
+  const counted = done;
+  stopping = true;
+  const drained = await Promise.race([finished.then(() => true), new Promise((r) => setTimeout(() => r(false), 2000))]);
+  socket.destroy();
+  const ms = (p) => hist.getValueAtPercentile(p) / 1000;
+  return {
+    rate: (counted * 1000) / elapsed, p50: ms(50), p99: ms(99), p999: ms(99.9), max: hist.maxValue / 1000, errors, lost: drained ? 0 : pending.size, duplicated,
+  };
+}
+
+/** CPU seconds and RSS of a process between two calls. */
+function cpuMeter(pid) {
+  const first = readProc(pid);
+  const t0 = performance.now();
+  return () => {
+    const now = readProc(pid);
+    return { cpuPct: ((now.ticks - first.ticks) / 100 / ((performance.now() - t0) / 1000)) * 100, rssMb: now.rssKb / 1024 };
+  };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** Runs fn() `repeats` times and returns the run whose `key` is the median. */
+async function medianRun(repeats, key, fn) {
+  const runs = [];
+  for (let i = 0; i < repeats; i++) runs.push(await fn());
+  const m = median(runs.map((r) => r[key]));
+  return { ...runs.find((r) => r[key] === m), runs: runs.map((r) => r[key]) };
+}
+
+const REPEATS = Number(process.env.BENCH_REPEATS || 3);
+const SECONDS = Number(process.env.BENCH_SECONDS || 3);
+
+module.exports = {
+  start, startBare, startPlainBackend, startRestSim, startGateway, runClient, cpuMeter, medianRun, median, REPEATS, SECONDS, QUERY, BIN,
+};

@@ -1,0 +1,25 @@
+'use strict';
+
+// npm run bench: every benchmark in turn, each printing its table and writing bench/results/*.json.
+//   BENCH_REPEATS (3), BENCH_SECONDS (3), BENCH_RATES (1000,2000,5000), BENCH_OPEN_SECONDS (30)
+
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+
+const BENCHES = [
+  ['codec', 'codec.js', 'protocol codec throughput on one core'],
+  ['bare', 'bare.js', 'heartbeats: gateway vs a bare server with the same framing'],
+  ['http', 'http.js', 'queries: gateway vs its HTTP engine called directly; undici vs axios'],
+  ['open-loop', 'open-loop.js', 'fixed rates through the router simulator'],
+  ['workers', 'workers.js', '--workers 1 vs 2'],
+];
+
+const only = process.argv.slice(2);
+let failed = 0;
+for (const [name, file, what] of BENCHES) {
+  if (only.length && !only.includes(name)) continue;
+  process.stdout.write(`\n## ${name}: ${what}\n`);
+  const r = spawnSync(process.execPath, [path.join(__dirname, file)], { stdio: 'inherit' });
+  if (r.status !== 0) failed++;
+}
+process.exitCode = failed ? 1 : 0;

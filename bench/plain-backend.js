@@ -1,0 +1,17 @@
+'use strict';
+
+// A plain node:http backend that is never the bottleneck: every POST gets a small fixed answer
+// of the query contract. Prints its port on stdout.
+
+const http = require('node:http');
+
+const ANSWER = JSON.stringify({ vars: { 1: 'A100042', 2: 'gold' }, ecc: { 'user.tier': '1' } });
+const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+  req.on('data', () => {});
+  req.on('end', () => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(ANSWER) });
+    res.end(ANSWER);
+  });
+});
+server.keepAliveTimeout = 60_000;
+server.listen(0, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
