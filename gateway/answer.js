@@ -33,11 +33,14 @@ function isObject(v) {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-/** Fills resp (a QUERY_RESP's fields) from answer; returns the notes (empty when nothing changed). */
-function fillAnswer(resp, answer) {
+/**
+ * Fills resp (a QUERY_RESP's fields) from answer; returns the notes (empty when nothing changed).
+ * tagLimit: 255, or 248 on an encrypted session (a padded field must still fit one length byte).
+ */
+function fillAnswer(resp, answer, tagLimit = MAX_TAG_DATA) {
   const notes = [];
-  resp.ced = toText(answer.ced, MAX_TAG_DATA, 'ced', notes);
-  resp.cdpd = toText(answer.cdpd, MAX_TAG_DATA, 'cdpd', notes);
+  resp.ced = toText(answer.ced, tagLimit, 'ced', notes);
+  resp.cdpd = toText(answer.cdpd, tagLimit, 'cdpd', notes);
   if (isObject(answer.vars)) {
     let vars;
     for (const key of Object.keys(answer.vars)) {
@@ -46,7 +49,7 @@ function fillAnswer(resp, answer) {
         notes.push(`vars.${key} dropped: not a peripheral variable 1..${VAR_COUNT}`);
         continue;
       }
-      const v = toText(answer.vars[key], MAX_TAG_DATA, `vars.${key}`, notes);
+      const v = toText(answer.vars[key], tagLimit, `vars.${key}`, notes);
       if (v !== undefined) (vars || (vars = {}))[n] = v;
     }
     resp.vars = vars;

@@ -21,9 +21,14 @@ const usage = `usage: ged145 gateway [options]
   --log-file FILE        also write JSON log lines to FILE (rotated at 10 MB, 5 kept)
   --redact               keep CLID, CED, CDPD and variable values out of the logs
   --embedded-backend     with no backend configured, serve from a built-in REST simulator
+  --des-key-file FILE    the DES private key for encrypted sessions (or GED145_DES_KEY)
+  --tls-cert FILE        listen with TLS: certificate (PEM)
+  --tls-key FILE         ... and its private key (PEM)
+  --tls-ca FILE          ... and require client certificates signed by this CA
 
 Environment: GED145_PORT, GED145_HOST, GED145_BACKEND_URL, GED145_ENGINE, GED145_DEADLINE_MS,
-GED145_ADMIN_PORT, GED145_LOG_LEVEL, GED145_LOG_FILE, GED145_REDACT, GED145_WORKERS.
+GED145_ADMIN_PORT, GED145_LOG_LEVEL, GED145_LOG_FILE, GED145_REDACT, GED145_WORKERS,
+GED145_DES_KEY (16 hex digits or 8 ASCII characters; never logged), GED145_DES_KEY_FILE.
 Flags override the environment, which overrides the config file.
 `;
 
@@ -40,6 +45,10 @@ const options = {
   'log-file': { type: 'string' },
   redact: { type: 'boolean' },
   'embedded-backend': { type: 'boolean' },
+  'des-key-file': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'tls-ca': { type: 'string' },
 };
 
 function int(values, key) {
@@ -63,6 +72,10 @@ async function main(values) {
       'log.level': values['log-level'],
       'log.file': values['log-file'],
       'log.redact': values.redact,
+      'des.keyFile': values['des-key-file'],
+      'tls.cert': values['tls-cert'],
+      'tls.key': values['tls-key'],
+      'tls.ca': values['tls-ca'],
     },
   });
   const log = createLogger({ component: 'gateway', ...config.log });

@@ -5,7 +5,7 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { DEFAULT_MAX_MESSAGE_LENGTH } = require('../lib/protocol');
+const { DEFAULT_MAX_MESSAGE_LENGTH, des } = require('../lib/protocol');
 const { OperatorError } = require('../lib/cli-errors');
 const { compileRoute } = require('./routes');
 
@@ -39,6 +39,8 @@ const DEFAULTS = Object.freeze({
   workers: 1,
   shutdownTimeoutMs: 5000,
   warmup: true, // run synthetic queries through the code before listening (see gateway/warmup.js)
+  des: { keyFile: null }, // the DES private key: GED145_DES_KEY, or a file holding it; never logged
+  tls: { cert: null, key: null, ca: null }, // PEM files: listen with TLS; ca = require client certificates
 });
 
 const ENV = {
@@ -52,6 +54,7 @@ const ENV = {
   GED145_LOG_FILE: ['log.file', String],
   GED145_REDACT: ['log.redact', (v) => v === '1' || v === 'true'],
   GED145_WORKERS: ['workers', Number],
+  GED145_DES_KEY_FILE: ['des.keyFile', String],
 };
 
 function isObject(v) {
@@ -81,7 +84,7 @@ function check(cond, key, what) {
 
 const intIn = (v, min, max) => Number.isInteger(v) && v >= min && v <= max;
 
-function validate(c, baseDir) {
+function validate(c, baseDir, env) {
   check(typeof c.host === 'string' && c.host.length > 0, 'host', 'must be an address');
   check(intIn(c.port, 0, 65535), 'port', 'must be a port number 0..65535');
   check(Array.isArray(c.versions) && c.versions.length > 0 && c.versions.every((v) => intIn(v, 0, 0xffffffff)), 'versions', 'must be a non-empty list of version numbers');
@@ -98,6 +101,9 @@ function validate(c, baseDir) {
   check(['error', 'warn', 'info', 'debug'].includes(c.log.level), 'log.level', 'must be error, warn, info or debug');
   check(intIn(c.workers, 1, 64), 'workers', 'must be an integer from 1 to 64');
   check(typeof c.warmup === 'boolean', 'warmup', 'must be true or false');
+  check(c.des.keyFile === null || typeof c.des.keyFile === 'string', 'des.keyFile', 'must be a file path or null');
+  for (const k of ['cert', 'key', 'ca']) check(c.tls[k] === null || typeof c.tls[k] === 'string', `tls.${k}`, 'must be a file path or null');
+  check((c.tls.cert === null) === (c.tls.key === null), 'tls', 'needs both cert and key');
   check(isObject(c.routes), 'routes', 'must be an object of subtype -> route');
   const routes = {};
   for (const [subtype, route] of Object.entries(c.routes)) {
@@ -107,7 +113,30 @@ function validate(c, baseDir) {
       throw new OperatorError(`config: routes.${subtype}: ${err.message}`);
     }
   }
-  return { ...c, compiledRoutes: routes, baseDir };
+  const out = { ...c, compiledRoutes: routes, baseDir };
+  // The parsed key rides along non-enumerable: it never reaches a log line, /sessions or JSON.
+  Object.defineProperty(out, 'desKey', { value: readDesKey(c, baseDir, env), enumerable: false });
+  return out;
+}
+
+/** GED145_DES_KEY (16 hex digits or 8 ASCII characters), else the file des.keyFile, else null. */
+function readDesKey(c, baseDir, env) {
+  let text = env.GED145_DES_KEY;
+  let from = 'GED145_DES_KEY';
+  if ((text === undefined || text === '') && c.des.keyFile) {
+    from = c.des.keyFile;
+    try {
+      text = fs.readFileSync(path.resolve(baseDir, c.des.keyFile), 'utf8');
+    } catch (err) {
+      throw new OperatorError(`config: des.keyFile: cannot read ${c.des.keyFile}: ${err.code || err.message}`);
+    }
+  }
+  if (text === undefined || text === '') return null;
+  try {
+    return des.parseKey(text);
+  } catch (err) {
+    throw new OperatorError(`config: the DES key from ${from} is not usable: ${err.message}`);
+  }
 }
 
 /**
@@ -137,7 +166,7 @@ function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = 
   }
   for (const [key, value] of Object.entries(overrides)) if (value !== undefined) setPath(layered, key, value);
   const config = merge(merge(structuredClone(DEFAULTS), fromFile), layered);
-  return validate(config, baseDir);
+  return validate(config, baseDir, env);
 }
 
 module.exports = { loadConfig, DEFAULTS };

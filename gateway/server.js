@@ -3,7 +3,10 @@
 // The gateway: a TCP listener for ICM routers, one Session per connection, one backend client
 // shared by all of them. Owns the process-wide limits and the drain on shutdown.
 
+const fs = require('node:fs');
 const net = require('node:net');
+const tls = require('node:tls');
+const { OperatorError } = require('../lib/cli-errors');
 const { createLogger } = require('../lib/logger');
 const { serialize, STATUS } = require('../lib/protocol');
 const { Session } = require('./session');
@@ -21,7 +24,7 @@ class Gateway {
     this.openCount = 0;
     this.draining = false;
     this.allowlist = config.allowlist.length > 0 ? new Set(config.allowlist.flatMap(addressForms)) : null;
-    this.server = net.createServer({ noDelay: true, pauseOnConnect: false }, (socket) => this.onConnection(socket));
+    this.server = createListener(config, this);
     this.server.maxConnections = config.limits.maxConnections;
     this.server.on('drop', () => this.metrics.connectionsRefused.inc({ reason: 'max_connections' }));
     this.idleWaiters = [];
@@ -38,22 +41,26 @@ class Gateway {
         this.server.off('error', reject);
         this.server.on('error', (err) => this.log.error(`listener error: ${err.message}`));
         this.port = this.server.address().port;
-        this.log.info(`listening for ICM routers on ${host}:${this.port}`, {
-          backend: this.config.backend.url, engine: this.config.backend.engine, deadlineMs: this.config.deadlineMs,
+        this.log.info(`listening for ICM routers on ${host}:${this.port}${this.tls ? ' (TLS)' : ''}`, {
+          backend: this.config.backend.url, engine: this.config.backend.engine, deadlineMs: this.config.deadlineMs, desKey: this.config.desKey ? 'configured' : 'none',
         });
         resolve(this.port);
       });
     });
   }
 
+  /** The first look at a TCP connection (before any TLS handshake): the allowlist. */
+  admitConnection(socket) {
+    if (this.allowlist === null || this.allowlist.has(socket.remoteAddress)) return true;
+    // Closed before a single byte is read.
+    this.metrics.connectionsRefused.inc({ reason: 'allowlist' });
+    this.log.warn('connection refused: address not on the allowlist', { peer: `${socket.remoteAddress}:${socket.remotePort}` });
+    socket.destroy();
+    return false;
+  }
+
   onConnection(socket) {
-    if (this.allowlist !== null && !this.allowlist.has(socket.remoteAddress)) {
-      // Closed before a single byte is read.
-      this.metrics.connectionsRefused.inc({ reason: 'allowlist' });
-      this.log.warn('connection refused: address not on the allowlist', { peer: `${socket.remoteAddress}:${socket.remotePort}` });
-      socket.destroy();
-      return;
-    }
+    if (this.tls === false && !this.admitConnection(socket)) return;
     if (this.draining) {
       this.metrics.connectionsRefused.inc({ reason: 'draining' });
       socket.destroy();
@@ -132,6 +139,35 @@ class Gateway {
   toJSON() {
     return [...this.sessions].map((s) => s.toJSON());
   }
+}
+
+/**
+ * A plain TCP listener, or a TLS one when tls.cert/tls.key are set (tls.ca: client certificates
+ * are required and checked against it). Same sessions and limits either way.
+ */
+function createListener(config, gateway) {
+  const { cert, key, ca } = config.tls;
+  if (cert === null) {
+    gateway.tls = false;
+    return net.createServer({ noDelay: true }, (socket) => gateway.onConnection(socket));
+  }
+  gateway.tls = true;
+  const read = (file, what) => {
+    try {
+      return fs.readFileSync(file);
+    } catch (err) {
+      throw new OperatorError(`config: tls.${what}: cannot read ${file}: ${err.code || err.message}`);
+    }
+  };
+  const server = tls.createServer({
+    cert: read(cert, 'cert'), key: read(key, 'key'), ca: ca ? read(ca, 'ca') : undefined, requestCert: Boolean(ca), rejectUnauthorized: Boolean(ca), noDelay: true,
+  }, (socket) => gateway.onConnection(socket));
+  server.on('connection', (socket) => gateway.admitConnection(socket));
+  server.on('tlsClientError', (err, socket) => {
+    gateway.metrics.connectionsRefused.inc({ reason: 'tls' });
+    gateway.log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer: socket && `${socket.remoteAddress}:${socket.remotePort}` });
+  });
+  return server;
 }
 
 /** 127.0.0.1 also arrives as ::ffff:127.0.0.1 on a dual-stack listener. */

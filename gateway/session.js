@@ -6,7 +6,9 @@
 // is gone (then its backend calls are aborted and nothing is written).
 
 const { performance } = require('node:perf_hooks');
-const { MessageReader, serialize, STATUS, MESSAGE_TYPES: T } = require('../lib/protocol');
+const {
+  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, MAX_TAG_DATA, des,
+} = require('../lib/protocol');
 const { fillAnswer } = require('./answer');
 
 let nextSessionId = 1;
@@ -76,8 +78,10 @@ class Session {
     this.closed = false;
     this.closeReason = null;
     this.counters = {
-      queries: 0, ok: 0, failed: 0, heartbeats: 0, params: 0, rejects: 0, late: 0,
+      queries: 0, ok: 0, failed: 0, heartbeats: 0, params: 0, rejects: 0, late: 0, droppedFields: 0,
     };
+    this.encryptField = undefined; // set when an encrypted session opens
+    this.tagLimit = MAX_TAG_DATA;
 
     this.lastRx = performance.now();
     this.partialSince = -1; // when the frame now buffered began to arrive; -1 = none
@@ -148,11 +152,22 @@ class Session {
       this.failure(msg.invokeId, STATUS.E_AG_INVALID_VERSION, `version ${msg.version} is not supported`);
       return;
     }
+    let sessionKey = null;
     if (msg.encryption !== 0) {
-      this.log.warn('OPEN_REQ refused: the router asks for DES encryption and no key is configured', { session: this.id, peer: this.peer });
-      this.failure(msg.invokeId, STATUS.E_AG_INVALID_KEY, 'encryption is not configured on this host');
-      this.end('encryption requested without a key');
-      return;
+      const privateKey = this.gateway.config.desKey;
+      if (!privateKey) {
+        this.log.warn('OPEN_REQ refused: the router asks for DES encryption and no key is configured (GED145_DES_KEY or des.keyFile)', { session: this.id, peer: this.peer });
+        this.failure(msg.invokeId, STATUS.E_AG_INVALID_KEY, 'encryption is not configured on this host');
+        this.end('encryption requested without a key');
+        return;
+      }
+      sessionKey = des.openSessionKey(privateKey, msg.sessionKey);
+      if (sessionKey === null) {
+        this.log.warn('OPEN_REQ refused: SESSION_KEY does not decrypt to two equal halves (the router and the host have different private keys?)', { session: this.id, peer: this.peer });
+        this.failure(msg.invokeId, STATUS.E_AG_INVALID_KEY, 'session key does not match');
+        this.end('invalid session key');
+        return;
+      }
     }
     const refusal = this.gateway.admitSession(this);
     if (refusal) {
@@ -163,6 +178,7 @@ class Session {
     }
     clearTimeout(this.openTimer);
     this.openTimer = null;
+    if (sessionKey !== null) this.startEncryption(sessionKey);
     this.state = 'open';
     this.openedAt = new Date();
     this.connectInfo = msg.config;
@@ -171,8 +187,28 @@ class Session {
     this.armIdle(this.idleTimeoutMs);
     this.send(serialize.openConf(msg.invokeId));
     this.log.info('session opened', {
-      session: this.id, peer: this.peer, connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs,
+      session: this.id, peer: this.peer, connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs, encrypted: sessionKey !== null,
     });
+  }
+
+  /** PROTOCOL.md section 7: from now on every tag of QUERY_REQ, QUERY_RESP and FAILURE_CONF is DES-encrypted with K. */
+  startEncryption(sessionKey) {
+    this.encryptField = (data) => des.encryptField(sessionKey, data);
+    this.tagLimit = des.MAX_ENCRYPTED_FIELD;
+    this.reader.crypt = {
+      decryptField: (data) => des.decryptField(sessionKey, data),
+      onDropped: (tag, why) => {
+        this.counters.droppedFields++;
+        if (this.counters.droppedFields <= LOGGED_REJECTS || this.counters.droppedFields % 1000 === 0) {
+          this.log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: this.counters.droppedFields });
+        }
+      },
+    };
+  }
+
+  /** FAILURE_CONF bytes, encrypted on an encrypted session. */
+  failureConf(invokeId, status, text) {
+    return serialize.failureConf(invokeId, status, asciiError(text, this.tagLimit), undefined, this.encryptField);
   }
 
   onHeartbeat(msg) {
@@ -210,7 +246,7 @@ class Session {
     }
     this.counters.queries++;
     if (this.gateway.draining) {
-      this.finishQuery(null, q, 'draining', serialize.failureConf(q.invokeId, STATUS.E_AG_HOST_OFFLINE, 'host is shutting down'));
+      this.finishQuery(null, q, 'draining', this.failureConf(q.invokeId, STATUS.E_AG_HOST_OFFLINE, 'host is shutting down'));
       return;
     }
     if (q.duplicate && this.answerDuplicatesEmpty) {
@@ -246,12 +282,12 @@ class Session {
         break;
       case 'app-error':
         label = 'app_error';
-        reply = serialize.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, asciiError(outcome.text));
+        reply = this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, outcome.text);
         break;
       default:
         label = outcome.reason === 'aborted' ? 'aborted' : 'host_error';
         if (outcome.err) this.log.error('internal error while answering a query', { session: this.id, error: outcome.err.message });
-        reply = serialize.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, asciiError(outcome.text));
+        reply = this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, outcome.text);
         if (this.debug) this.log.debug('backend failed', { session: this.id, invokeId: q.invokeId, reason: outcome.reason });
     }
     this.settle(p);
@@ -264,7 +300,7 @@ class Session {
     this.settle(p);
     p.controller.abort(); // a late backend answer is dropped
     this.finishQuery(p, p.query, 'deadline',
-      serialize.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${this.deadlineMs} ms`));
+      this.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${this.deadlineMs} ms`));
   }
 
   /** Marks a pending query done and takes it out of the books, exactly once. */
@@ -278,13 +314,13 @@ class Session {
   queryResp(q, answer) {
     const resp = { invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR };
     if (q.noScriptReply) return serialize.queryResp(resp); // the script wants no data back
-    const notes = fillAnswer(resp, answer);
+    const notes = fillAnswer(resp, answer, this.tagLimit);
     if (notes.length > 0) this.log.warn('backend answer adjusted to fit GED-145', { session: this.id, invokeId: q.invokeId, subtype: q.subtype, changes: notes });
     try {
-      return serialize.queryResp(resp);
+      return serialize.queryResp(resp, undefined, this.encryptField);
     } catch (err) {
       this.log.error('backend answer could not be encoded', { session: this.id, invokeId: q.invokeId, error: err.message });
-      return serialize.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded');
+      return this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded');
     }
   }
 
@@ -313,7 +349,7 @@ class Session {
   }
 
   failure(invokeId, status, text) {
-    this.send(serialize.failureConf(invokeId, status, text));
+    this.send(this.failureConf(invokeId, status, text));
   }
 
   /** One write per reply; replies finished in the same tick go out in one corked burst. */
@@ -490,10 +526,10 @@ function onPartialTimeout(session) {
   session.checkPartial();
 }
 
-/** ERROR tag text: ASCII, at most 255 bytes. */
-function asciiError(text) {
+/** ERROR tag text: ASCII, at most `limit` bytes. */
+function asciiError(text, limit = MAX_TAG_DATA) {
   const s = String(text || '').replace(/[^\x20-\x7e]/g, '?');
-  return s.length > 255 ? s.slice(0, 255) : s;
+  return s.length > limit ? s.slice(0, limit) : s;
 }
 
 module.exports = { Session };

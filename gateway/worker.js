@@ -9,7 +9,8 @@ const raw = JSON.parse(process.env.GED145_WORKER_CONFIG);
 const { baseDir } = raw;
 delete raw.compiledRoutes; // recompiled here: modules and functions do not cross processes
 delete raw.baseDir;
-const config = loadConfig({ env: {}, overrides: flatten(raw), baseDir });
+// Only the DES key comes from the environment again (it is never put in the JSON above).
+const config = loadConfig({ env: { GED145_DES_KEY: process.env.GED145_DES_KEY }, overrides: flatten(raw), baseDir });
 
 function flatten(obj, prefix = '', out = {}) {
   for (const [k, v] of Object.entries(obj)) {

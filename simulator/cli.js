@@ -4,6 +4,8 @@ const { Router } = require('./router');
 const { ROUTER_DEFAULTS, MODES } = require('./settings');
 const { loadScenario } = require('./workload');
 const { formatSummary } = require('./format');
+const fs = require('node:fs');
+const { des } = require('../lib/protocol');
 const { UsageError } = require('../lib/cli-errors');
 
 const summary = 'ICM router simulator: real router timing, pipelined load, fault injection';
@@ -28,6 +30,10 @@ const usage = `usage: ged145 router [options]
   --session-retry MS     SessionRetry (default ${ROUTER_DEFAULTS.sessionRetryMs})
   --version N[,N...]     protocol versions to offer, highest first (default 2)
   --connect-info S       ConnectInfo sent as CONFIG
+  --des-key KEY          encrypt (16 hex digits or 8 ASCII characters; or GED145_DES_KEY)
+  --tls                  connect with TLS
+  --tls-ca FILE          CA that signed the gateway's certificate
+  --tls-cert FILE --tls-key FILE   client certificate, when the gateway asks for one
   --seed N               seed for the query mix and injection
   --json                 print the summary as JSON
   --quiet                no live progress line
@@ -55,6 +61,11 @@ const options = {
   version: { type: 'string' },
   'connect-info': { type: 'string' },
   seed: { type: 'string' },
+  'des-key': { type: 'string' },
+  tls: { type: 'boolean' },
+  'tls-ca': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
   json: { type: 'boolean' },
   quiet: { type: 'boolean' },
 };
@@ -82,9 +93,36 @@ async function main(values) {
       throw new UsageError(`--scenario ${values.scenario}: ${err.message}`);
     }
   }
+  let desKey = null;
+  const keyText = values['des-key'] || process.env.GED145_DES_KEY;
+  if (keyText) {
+    try {
+      desKey = des.parseKey(keyText);
+    } catch (err) {
+      throw new UsageError(`--des-key: ${err.message}`);
+    }
+  }
+  let tlsOptions = null;
+  if (values.tls || values['tls-ca'] || values['tls-cert']) {
+    const read = (f) => {
+      try {
+        return fs.readFileSync(f);
+      } catch (err) {
+        throw new UsageError(`cannot read ${f}: ${err.code}`);
+      }
+    };
+    tlsOptions = {
+      ca: values['tls-ca'] ? read(values['tls-ca']) : undefined,
+      cert: values['tls-cert'] ? read(values['tls-cert']) : undefined,
+      key: values['tls-key'] ? read(values['tls-key']) : undefined,
+      servername: values.host === '127.0.0.1' ? 'localhost' : values.host,
+    };
+  }
   let router;
   try {
     router = new Router({
+      desKey,
+      tls: tlsOptions,
       targets,
       sides,
       mode: values.mode,

@@ -8,8 +8,9 @@ const net = require('node:net');
 const tls = require('node:tls');
 const { EventEmitter } = require('node:events');
 const { performance } = require('node:perf_hooks');
+const crypto = require('node:crypto');
 const {
-  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, MAX_UINT32,
+  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, MAX_UINT32, des,
 } = require('../lib/protocol');
 const { FrameWriter, INVALID_KINDS } = require('./injector');
 
@@ -21,8 +22,12 @@ const SWEEP_MS = 20;
  * A logical query is {scheduledAt, outstanding, settled, ...}; send(frameFields, logical) sends one copy.
  */
 class RouterConnection extends EventEmitter {
-  constructor({ host, port, side = 'A', settings, stats, injection = {}, tls: tlsOptions = null, rnd = Math.random }) {
+  constructor({
+    host, port, side = 'A', settings, stats, injection = {}, tls: tlsOptions = null, rnd = Math.random, desKey = null,
+  }) {
     super();
+    this.desKey = desKey; // the private key: OPEN_REQ asks for encryption when set
+    this.encryptField = undefined;
     this.host = host;
     this.port = port;
     this.side = side;
@@ -104,8 +109,14 @@ class RouterConnection extends EventEmitter {
     this.version = s.versions[this.versionIndex];
     this.openInvokeId = this.invokeId();
     this.openSentAt = performance.now();
+    let sessionKey;
+    if (this.desKey) {
+      // PROTOCOL.md section 7: a random K, sent as K||K encrypted with the private key.
+      this.sessionKey = crypto.randomBytes(8);
+      sessionKey = des.sealSessionKey(this.desKey, this.sessionKey);
+    }
     this.write(serialize.openReq({
-      invokeId: this.openInvokeId, version: this.version, idleTimeoutMs: 4 * s.heartbeatIntervalMs, encryption: 0, config: s.connectInfo,
+      invokeId: this.openInvokeId, version: this.version, idleTimeoutMs: 4 * s.heartbeatIntervalMs, encryption: this.desKey ? 1 : 0, config: s.connectInfo, sessionKey,
     }, true));
   }
 
@@ -120,7 +131,7 @@ class RouterConnection extends EventEmitter {
     const invokeId = this.invokeId();
     this.pending.set(invokeId, { logical, sentAt: performance.now() });
     logical.outstanding++;
-    this.write(serialize.queryReq({ ...fields, invokeId }, true));
+    this.write(serialize.queryReq({ ...fields, invokeId }, true, this.encryptField));
     return true;
   }
 
@@ -177,6 +188,11 @@ class RouterConnection extends EventEmitter {
     if (this.state !== 'opening' || msg.invokeId !== this.openInvokeId) {
       this.stats.violation('unexpected OPEN_CONF');
       return;
+    }
+    if (this.desKey) {
+      const k = this.sessionKey;
+      this.encryptField = (data) => des.encryptField(k, data);
+      this.reader.crypt = { decryptField: (data) => des.decryptField(k, data), onDropped: () => this.stats.violation('undecryptable field from host') };
     }
     this.state = 'open';
     this.failedAttempts = 0;

@@ -9,6 +9,7 @@ const { decode } = require('./parser');
 const { encode, serialize } = require('./serializer');
 const { MessageReader } = require('./reader');
 const messages = require('./messages');
+const des = require('./des');
 
 module.exports = {
   ...constants,
@@ -21,4 +22,5 @@ module.exports = {
   encode,
   serialize,
   messages,
+  des,
 };

@@ -92,11 +92,12 @@ function setOwn(obj, key, value) {
 }
 
 /** ECC: one or more `name NUL value NUL` pairs in one tag. */
-function readEcc(body, t, into, typeId, invokeId) {
+function readEcc(body, t, into, typeId, invokeId, padded) {
   const end = t.offset + t.length;
   let pos = t.offset;
   if (pos === end) throw reject(ERROR_CODES.BAD_ECC, 'ECC tag is empty', typeId, invokeId);
   while (pos < end) {
+    if (padded && pos > t.offset && nulIn(body, pos, end) === pos && allNul(body, pos, end)) break; // encryption padding
     const nameEnd = nulIn(body, pos, end);
     const valueEnd = nameEnd < 0 ? -1 : nulIn(body, nameEnd + 1, end);
     if (valueEnd < 0 || nameEnd === pos) {
@@ -107,6 +108,11 @@ function readEcc(body, t, into, typeId, invokeId) {
   }
 }
 
+function allNul(body, from, end) {
+  for (let i = from; i < end; i++) if (body[i] !== 0) return false;
+  return true;
+}
+
 /** Index of the first NUL in body[from, end), or -1. */
 function nulIn(body, from, end) {
   for (let i = from; i < end; i++) if (body[i] === 0) return i;
@@ -114,19 +120,20 @@ function nulIn(body, from, end) {
 }
 
 /** ECC_ARRAY: UCHAR index, name NUL, value NUL. */
-function readEccArray(body, t, typeId, invokeId) {
+function readEccArray(body, t, typeId, invokeId, padded) {
   const start = t.offset;
   const end = start + t.length;
   const nameEnd = t.length > 1 ? nulIn(body, start + 1, end) : -1;
   const valueEnd = nameEnd < 0 ? -1 : nulIn(body, nameEnd + 1, end);
-  if (nameEnd <= start + 1 || valueEnd !== end - 1) {
+  const tailOk = valueEnd === end - 1 || (padded && valueEnd > 0 && allNul(body, valueEnd, end));
+  if (nameEnd <= start + 1 || !tailOk) {
     throw reject(ERROR_CODES.BAD_ECC, 'ECC_ARRAY tag is not index, name NUL, value NUL', typeId, invokeId);
   }
   return { name: body.latin1Slice(start + 1, nameEnd), index: body[start], value: body.latin1Slice(nameEnd + 1, valueEnd) };
 }
 
 /** Fills the call-data tags shared by QUERY_REQ and QUERY_RESP; returns false for tags it does not know. */
-function readCallTag(msg, body, t, typeId) {
+function readCallTag(msg, body, t, typeId, padded = false) {
   const id = t.tag;
   if (id >= TAGS.VAR1 && id <= TAGS.VAR10) {
     if (msg.vars === undefined) msg.vars = {};
@@ -142,11 +149,11 @@ function readCallTag(msg, body, t, typeId) {
     case TAGS.DN: msg.dn = text(body, t); return true;
     case TAGS.ECC:
       if (msg.ecc === undefined) msg.ecc = {};
-      readEcc(body, t, msg.ecc, typeId, msg.invokeId);
+      readEcc(body, t, msg.ecc, typeId, msg.invokeId, padded);
       return true;
     case TAGS.ECC_ARRAY:
       if (msg.eccArrays === undefined) msg.eccArrays = [];
-      msg.eccArrays.push(readEccArray(body, t, typeId, msg.invokeId));
+      msg.eccArrays.push(readEccArray(body, t, typeId, msg.invokeId, padded));
       return true;
     default:
       return false;
@@ -158,14 +165,49 @@ function keepUnknown(msg, body, t) {
   msg.unknownTags.push({ tag: t.tag, data: dataOf(body, t) });
 }
 
-function errorText(body, tags) {
-  for (let i = 0; i < tags.length; i++) if (tags[i].tag === TAGS.ERROR) return text(body, tags[i]);
+function errorText(body, tags, crypt) {
+  for (let i = 0; i < tags.length; i++) {
+    if (tags[i].tag !== TAGS.ERROR) continue;
+    if (crypt === undefined) return text(body, tags[i]);
+    const plain = decryptTag(crypt, body, tags[i]);
+    return plain === null ? undefined : text(plain, { offset: 0, length: plain.length });
+  }
   return undefined;
 }
 
-function build(typeId, f, body) {
+/**
+ * An encrypted session's tag -> its plaintext (padding included), or null: not whole DES
+ * blocks, or not ASCII once decrypted (an ECC_ARRAY's index byte aside). Such a field is ignored.
+ */
+function decryptTag(crypt, body, t) {
+  const plain = crypt.decryptField(dataOf(body, t));
+  if (plain !== null) {
+    for (let i = t.tag === TAGS.ECC_ARRAY ? 1 : 0; i < plain.length; i++) {
+      if (plain[i] > 0x7f) {
+        if (crypt.onDropped) crypt.onDropped(t.tag, 'not ASCII after decryption');
+        return null;
+      }
+    }
+  } else if (crypt.onDropped) crypt.onDropped(t.tag, 'not a whole number of DES blocks');
+  return plain;
+}
+
+function readCallTags(msg, body, tags, typeId, crypt) {
+  for (const t of tags) {
+    if (crypt === undefined) {
+      if (!readCallTag(msg, body, t, typeId)) keepUnknown(msg, body, t);
+      continue;
+    }
+    const plain = decryptTag(crypt, body, t);
+    if (plain === null) continue;
+    const clear = { tag: t.tag, offset: 0, length: plain.length };
+    if (!readCallTag(msg, plain, clear, typeId, true)) keepUnknown(msg, plain, clear);
+  }
+}
+
+function build(typeId, f, body, crypt) {
   switch (typeId) {
-    case T.FAILURE_CONF: return new FailureConf(f.invokeId, f.status, errorText(body, f.tags));
+    case T.FAILURE_CONF: return new FailureConf(f.invokeId, f.status, errorText(body, f.tags, crypt));
     case T.FAILURE_EVENT: return new FailureEvent(f.status, errorText(body, f.tags));
     case T.OPEN_REQ: {
       let config;
@@ -180,12 +222,12 @@ function build(typeId, f, body) {
     }
     case T.QUERY_REQ: {
       const msg = new QueryReq(f.invokeId, f.routerCallDay, f.routerCallKey, f.flags);
-      for (const t of f.tags) if (!readCallTag(msg, body, t, typeId)) keepUnknown(msg, body, t);
+      readCallTags(msg, body, f.tags, typeId, crypt);
       return msg;
     }
     case T.QUERY_RESP: {
       const msg = new QueryResp(f.invokeId, f.status);
-      for (const t of f.tags) if (!readCallTag(msg, body, t, typeId)) keepUnknown(msg, body, t);
+      readCallTags(msg, body, f.tags, typeId, crypt);
       return msg;
     }
     case T.PARAM_REQ: return new ParamReq(f.invokeId, f.paramId, f.paramValue);
@@ -194,11 +236,13 @@ function build(typeId, f, body) {
 }
 
 /**
- * decode(typeId, body, from) -> message. `from` is 'router' (the host's view: only router->host
+ * decode(typeId, body, from, crypt) -> message. `crypt` ({decryptField(Buffer) -> Buffer|null,
+ * onDropped(tag, why)}) is given on an encrypted session: the tags of QUERY_REQ, QUERY_RESP and
+ * FAILURE_CONF are then decrypted first (PROTOCOL.md section 7). `from` is 'router' (the host's view: only router->host
  * types are legal) or 'host' (the router simulator's view). Throws a ProtocolError (a reject)
  * for any frame whose body is wrong; the framing itself is intact, so the stream carries on.
  */
-function decode(typeId, body, from = 'router') {
+function decode(typeId, body, from = 'router', crypt = undefined) {
   const legal = from === 'router' ? ROUTER_TO_HOST : HOST_TO_ROUTER;
   if (!legal.has(typeId)) {
     const invokeId = body.length >= 4 ? body.readUInt32BE(0) : undefined;
@@ -207,7 +251,7 @@ function decode(typeId, body, from = 'router') {
     }
     throw reject(ERROR_CODES.WRONG_DIRECTION, `${MESSAGE_NAMES[typeId]} is never sent by the ${from}`, typeId, invokeId);
   }
-  return build(typeId, parseFixed(typeId, body), body);
+  return build(typeId, parseFixed(typeId, body), body, crypt);
 }
 
 module.exports = { decode, LAYOUTS };

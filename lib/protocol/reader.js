@@ -12,6 +12,7 @@ const { ProtocolError } = require('./errors');
 class MessageReader {
   constructor({ from = 'router', maxMessageLength, onMessage, onError }) {
     this.from = from;
+    this.crypt = undefined; // set once an encrypted session is open (see des.js)
     this.onMessage = onMessage;
     this.onError = onError;
     this.framer = new Framer({
@@ -40,7 +41,7 @@ class MessageReader {
   _frame(typeId, body) {
     let msg;
     try {
-      msg = decode(typeId, body, this.from);
+      msg = decode(typeId, body, this.from, this.crypt);
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
       this.onError(err);

@@ -46,13 +46,20 @@ function wantsNul(nul, field) {
  * or a Buffer; checks the 255-byte limit as each is added.
  */
 class TagList {
-  constructor(nul) {
+  constructor(nul, encryptField) {
     this.nul = nul;
+    this.encryptField = encryptField; // on an encrypted session: Buffer -> padded, encrypted Buffer
     this.items = [];
     this.size = 0;
   }
 
   add(id, data, field) {
+    if (this.encryptField !== undefined) {
+      if (data.length > MAX_TAG_DATA - (MAX_TAG_DATA % 8)) {
+        throw new EncodeError('tag-too-long', `${field} is ${data.length} bytes; an encrypted tag holds at most ${MAX_TAG_DATA - (MAX_TAG_DATA % 8)}`);
+      }
+      data = this.encryptField(Buffer.isBuffer(data) ? data : Buffer.from(data, 'latin1')); // eslint-disable-line no-param-reassign
+    }
     if (data.length > MAX_TAG_DATA) {
       throw new EncodeError('tag-too-long', `${field} is ${data.length} bytes; a tag holds at most ${MAX_TAG_DATA}`);
     }
@@ -159,16 +166,16 @@ function status(value) {
   return uint32(s, 'status');
 }
 
-function errorTags(error, nul) {
-  const tags = new TagList(nul);
+function errorTags(error, nul, encryptField) {
+  const tags = new TagList(nul, encryptField);
   tags.scalar(TAGS.ERROR, error, 'error');
   return tags;
 }
 
 // One function per message type.
 const serialize = {
-  failureConf: (invokeId, st, error, nul) => frame(T.FAILURE_CONF,
-    [uint32(invokeId, 'invokeId'), status(st)], undefined, errorTags(error, nul)),
+  failureConf: (invokeId, st, error, nul, encryptField) => frame(T.FAILURE_CONF,
+    [uint32(invokeId, 'invokeId'), status(st)], undefined, errorTags(error, nul, encryptField)),
   failureEvent: (st, error, nul) => frame(T.FAILURE_EVENT, [status(st)], undefined, errorTags(error, nul)),
   openReq({ invokeId, version, idleTimeoutMs, encryption = 0, config, sessionKey, unknownTags }, nul) {
     const tags = new TagList(nul);
@@ -183,15 +190,15 @@ const serialize = {
   closeConf: (invokeId) => frame(T.CLOSE_CONF, [uint32(invokeId, 'invokeId')]),
   heartbeatReq: (invokeId) => frame(T.HEARTBEAT_REQ, [uint32(invokeId, 'invokeId')]),
   heartbeatConf: (invokeId) => frame(T.HEARTBEAT_CONF, [uint32(invokeId, 'invokeId')]),
-  queryReq(msg, nul) {
-    const tags = new TagList(nul);
+  queryReq(msg, nul, encryptField) {
+    const tags = new TagList(nul, encryptField);
     tags.callData(msg);
     const flags = (msg.duplicate ? QUERY_FLAGS.DUPLICATE : 0) | (msg.noScriptReply ? QUERY_FLAGS.NO_SCRIPT_REPLY : 0);
     return frame(T.QUERY_REQ, [uint32(msg.invokeId, 'invokeId'), uint32(msg.routerCallDay, 'routerCallDay'),
       uint32(msg.routerCallKey, 'routerCallKey')], flags, tags);
   },
-  queryResp(msg, nul) {
-    const tags = new TagList(nul);
+  queryResp(msg, nul, encryptField) {
+    const tags = new TagList(nul, encryptField);
     tags.callData(msg);
     return frame(T.QUERY_RESP, [uint32(msg.invokeId, 'invokeId'), status(msg.status || 0)], undefined, tags);
   },

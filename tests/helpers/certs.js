@@ -1,0 +1,27 @@
+'use strict';
+
+// A throwaway CA, server and client certificates made at test time with openssl (never committed).
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+
+function makeCerts() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-tls-'));
+  const f = (n) => path.join(dir, n);
+  const ssl = (...args) => execFileSync('openssl', args, { stdio: 'pipe' });
+  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '1', '-subj', '/CN=ged145 test CA');
+  fs.writeFileSync(f('server.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
+  for (const who of ['server', 'client']) {
+    ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', f(`${who}.key`), '-out', f(`${who}.csr`), '-subj', `/CN=${who === 'server' ? 'localhost' : 'router-A'}`);
+    ssl('x509', '-req', '-in', f(`${who}.csr`), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f(`${who}.pem`), '-days', '1',
+      ...(who === 'server' ? ['-extfile', f('server.ext')] : []));
+  }
+  return {
+    dir, ca: f('ca.pem'), serverCert: f('server.pem'), serverKey: f('server.key'), clientCert: f('client.pem'), clientKey: f('client.key'),
+    cleanup: () => fs.rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+module.exports = { makeCerts };
