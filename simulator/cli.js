@@ -34,6 +34,7 @@ const usage = `usage: ged145 router [options]
   --tls                  connect with TLS
   --tls-ca FILE          CA that signed the gateway's certificate
   --tls-cert FILE --tls-key FILE   client certificate, when the gateway asks for one
+  --pcap FILE            write what is sent and received as a pcap capture (plain TCP only)
   --seed N               seed for the query mix and injection
   --json                 print the summary as JSON
   --quiet                no live progress line
@@ -62,6 +63,7 @@ const options = {
   'connect-info': { type: 'string' },
   seed: { type: 'string' },
   'des-key': { type: 'string' },
+  pcap: { type: 'string' },
   tls: { type: 'boolean' },
   'tls-ca': { type: 'string' },
   'tls-cert': { type: 'string' },
@@ -123,6 +125,7 @@ async function main(values) {
     router = new Router({
       desKey,
       tls: tlsOptions,
+      pcap: values.pcap,
       targets,
       sides,
       mode: values.mode,

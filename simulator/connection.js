@@ -23,9 +23,10 @@ const SWEEP_MS = 20;
  */
 class RouterConnection extends EventEmitter {
   constructor({
-    host, port, side = 'A', settings, stats, injection = {}, tls: tlsOptions = null, rnd = Math.random, desKey = null,
+    host, port, side = 'A', settings, stats, injection = {}, tls: tlsOptions = null, rnd = Math.random, desKey = null, pcap = null,
   }) {
     super();
+    this.pcap = pcap; // a PcapWriter: every write and every data event is recorded
     this.desKey = desKey; // the private key: OPEN_REQ asks for encryption when set
     this.encryptField = undefined;
     this.host = host;
@@ -90,6 +91,7 @@ class RouterConnection extends EventEmitter {
     });
     this.socket.on('data', (chunk) => {
       this.lastRx = performance.now();
+      if (this.flow) this.flow.in(chunk);
       this.reader.push(chunk);
     });
     this.socket.on('error', (err) => { this.socketError = err.code || err.message; });
@@ -97,6 +99,15 @@ class RouterConnection extends EventEmitter {
   }
 
   onConnect() {
+    if (this.pcap && !this.tlsOptions) {
+      const socket = this.socket;
+      this.flow = this.pcap.flow({ clientAddress: socket.localAddress, clientPort: socket.localPort, serverAddress: socket.remoteAddress, serverPort: socket.remotePort });
+      const write = socket.write.bind(socket);
+      socket.write = (buf, ...rest) => {
+        this.flow.out(buf);
+        return write(buf, ...rest);
+      };
+    }
     this.writer = new FrameWriter(this.socket, this.injection, this.rnd);
     this.state = 'opening';
     this.versionIndex = 0;
@@ -350,6 +361,8 @@ class RouterConnection extends EventEmitter {
     this.sweepTimer = null;
     if (this.writer) this.writer.stop();
     this.writer = null;
+    if (this.flow) this.flow.close();
+    this.flow = null;
     this.heartbeat = null;
     let reason = this.dropReason;
     if (!reason) {

@@ -12,6 +12,7 @@ const { RunStats } = require('./stats');
 const { QueryMix } = require('./workload');
 const { REJECT_KINDS, FATAL_KINDS } = require('./injector');
 const { prng } = require('../rest-sim/customers');
+const { PcapWriter } = require('./pcap');
 
 class Router extends EventEmitter {
   /**
@@ -33,10 +34,11 @@ class Router extends EventEmitter {
     this.invalidRate = options.invalidRate || 0;
     this.invalidKinds = options.invalidKinds || [...REJECT_KINDS, ...FATAL_KINDS];
     const targets = options.targets || [{ host: '127.0.0.1', port: 5000 }];
+    this.pcap = options.pcap ? new PcapWriter(options.pcap) : null;
     this.connections = sides.map((side, i) => {
       const t = targets[Math.min(i, targets.length - 1)];
       const c = new RouterConnection({
-        host: t.host, port: t.port, side, settings: this.settings, stats: this.stats, injection: options.injection, tls: options.tls, rnd: this.rnd, desKey: options.desKey,
+        host: t.host, port: t.port, side, settings: this.settings, stats: this.stats, injection: options.injection, tls: options.tls, rnd: this.rnd, desKey: options.desKey, pcap: this.pcap,
       });
       c.on('reply', (logical, msg, latency) => this.onReply(logical, msg, latency));
       c.on('lost', (logical) => this.onSettled(logical));
@@ -209,6 +211,7 @@ class Router extends EventEmitter {
     for (const l of this.outstanding) l.settled = true;
     this.outstanding.clear();
     await Promise.all(this.connections.map((c) => c.stop()));
+    if (this.pcap) this.pcap.close();
     return this.stats.summary();
   }
 }
