@@ -12,6 +12,7 @@ const BENCHES = [
   ['http', 'http.js', 'queries: gateway vs its HTTP engine called directly; undici vs axios'],
   ['open-loop', 'open-loop.js', 'fixed rates through the router simulator'],
   ['workers', 'workers.js', '--workers 1 vs 2'],
+  ['cold-start', 'cold-start.js', 'the first seconds after a start, with and without the warm-up'],
 ];
 
 const only = process.argv.slice(2);

@@ -19,7 +19,7 @@ class Router extends EventEmitter {
    * options: {targets: [{host, port}] (one per side; a single target serves both sides),
    *   sides: ['A'] | ['A', 'B'], mode, preferredSide, settings (router settings),
    *   injection: {frag, byteByByte, fragDelayMs, coalesce}, invalidRate, invalidKinds,
-   *   templates, seed, tls}
+   *   templates, seed, tls (tls.connect options), desKey (Buffer: encrypt), pcap (file to capture to)}
    */
   constructor(options = {}) {
     super();
