@@ -41,9 +41,6 @@ function socketOnClose() {
 function socketOnError(err) {
   this.session.onSocketError(err);
 }
-function socketOnDrain() {
-  this.session.onDrain();
-}
 function uncork(session) {
   session.corked = false;
   if (!session.socket.destroyed) session.socket.uncork();
@@ -78,7 +75,7 @@ class Session {
     this.closed = false;
     this.closeReason = null;
     this.counters = {
-      queries: 0, ok: 0, failed: 0, heartbeats: 0, params: 0, rejects: 0, late: 0, droppedFields: 0,
+      queries: 0, ok: 0, failed: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0,
     };
     this.encryptField = undefined; // set when an encrypted session opens
     this.tagLimit = MAX_TAG_DATA;
@@ -102,7 +99,6 @@ class Session {
     socket.on('data', socketOnData);
     socket.on('close', socketOnClose);
     socket.on('error', socketOnError);
-    socket.on('drain', socketOnDrain);
     this.log.info('router connected', { session: this.id, peer: this.peer });
   }
 
@@ -452,10 +448,6 @@ class Session {
   onSocketError(err) {
     // ECONNRESET and friends: the router went away. 'close' follows and does the cleanup.
     if (this.closeReason === null) this.closeReason = err.code || err.message;
-  }
-
-  onDrain() {
-    // nothing to do: the outbound limit is checked on every write
   }
 
   onClose() {

@@ -13,7 +13,7 @@ const path = require('node:path');
 const { once } = require('node:events');
 const { serialize, STATUS } = require('../../lib/protocol');
 const { Router } = require('../../simulator/router');
-const { WireClient, exactlyOnce } = require('../helpers/wire');
+const { WireClient } = require('../helpers/wire');
 const { startStack, startTestBackend } = require('../helpers/stack');
 const { spawnCli } = require('../helpers/spawn');
 const { record } = require('./record');
@@ -247,5 +247,3 @@ describe('reliability: logs with redaction', function () {
     }
   });
 });
-
-module.exports = { exactlyOnce };

@@ -6,7 +6,6 @@
 
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { once } = require('node:events'); // eslint-disable-line no-unused-vars
 const { serialize, MessageReader } = require('../../lib/protocol');
 const { Fuzzer } = require('../helpers/fuzz');
 const { spawnCli } = require('../helpers/spawn');
