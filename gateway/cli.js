@@ -4,7 +4,8 @@ const { loadConfig } = require('./config');
 const { startGateway, startCluster } = require('./index');
 const { startRestSim } = require('../rest-sim/server');
 const { createLogger } = require('../lib/logger');
-const { UsageError, OperatorError } = require('../lib/cli-errors');
+const { OperatorError } = require('../lib/cli-errors');
+const { numberFlag } = require('../lib/cli-flags');
 
 const summary = 'the GED-145 application gateway host (answers ICM routers from a REST backend)';
 const usage = `usage: ged145 gateway [options]
@@ -51,12 +52,7 @@ const options = {
   'tls-ca': { type: 'string' },
 };
 
-function int(values, key) {
-  if (values[key] === undefined) return undefined;
-  const n = Number(values[key]);
-  if (!Number.isInteger(n)) throw new UsageError(`--${key} must be an integer, got '${values[key]}'`);
-  return n;
-}
+const int = (values, key) => numberFlag(values, key, { int: true });
 
 async function main(values) {
   const config = loadConfig({

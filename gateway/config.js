@@ -57,6 +57,9 @@ const ENV = {
   GED145_DES_KEY_FILE: ['des.keyFile', String],
 };
 
+/** Objects whose keys are the user's (subtypes, header names): taken whole, never merged key by key. */
+const OPAQUE_KEYS = new Set(['routes', 'headers']);
+
 function isObject(v) {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
@@ -66,7 +69,7 @@ function merge(base, over, prefix = '') {
   for (const [k, v] of Object.entries(over || {})) {
     if (v === undefined) continue;
     if (!Object.hasOwn(base, k)) throw new OperatorError(`config: unknown key '${prefix}${k}'`);
-    out[k] = isObject(base[k]) && isObject(v) && k !== 'routes' && k !== 'headers' ? merge(base[k], v, `${prefix}${k}.`) : v;
+    out[k] = isObject(base[k]) && isObject(v) && !OPAQUE_KEYS.has(k) ? merge(base[k], v, `${prefix}${k}.`) : v;
   }
   return out;
 }
@@ -169,4 +172,4 @@ function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = 
   return validate(config, baseDir, env);
 }
 
-module.exports = { loadConfig, DEFAULTS };
+module.exports = { loadConfig, DEFAULTS, OPAQUE_KEYS };

@@ -3,7 +3,7 @@
 // Entry point of a cluster worker: the primary passes the validated config in the environment.
 
 const { runWorker } = require('./index');
-const { loadConfig } = require('./config');
+const { loadConfig, OPAQUE_KEYS } = require('./config');
 
 const raw = JSON.parse(process.env.GED145_WORKER_CONFIG);
 const { baseDir } = raw;
@@ -15,7 +15,7 @@ const config = loadConfig({ env: { GED145_DES_KEY: process.env.GED145_DES_KEY },
 function flatten(obj, prefix = '', out = {}) {
   for (const [k, v] of Object.entries(obj)) {
     const key = prefix + k;
-    if (v !== null && typeof v === 'object' && !Array.isArray(v) && k !== 'routes' && k !== 'headers') flatten(v, `${key}.`, out);
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && !OPAQUE_KEYS.has(k)) flatten(v, `${key}.`, out);
     else out[key] = v;
   }
   return out;

@@ -3,6 +3,7 @@
 const { startRestSim } = require('./server');
 const { createLogger } = require('../lib/logger');
 const { UsageError, OperatorError } = require('../lib/cli-errors');
+const { numberFlag } = require('../lib/cli-flags');
 
 const summary = 'REST backend simulator with fault injection';
 const usage = `usage: ged145 rest-sim [options]
@@ -34,11 +35,7 @@ const options = {
   seed: { type: 'string', default: '145' },
 };
 
-function number(values, key) {
-  const n = Number(values[key]);
-  if (values[key] === '' || !Number.isFinite(n)) throw new UsageError(`--${key} must be a number, got '${values[key]}'`);
-  return n;
-}
+const number = (values, key) => numberFlag(values, key);
 
 async function main(values) {
   const log = createLogger({ component: 'rest-sim' });

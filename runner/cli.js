@@ -4,6 +4,7 @@ const path = require('node:path');
 const { runSuites, writeJson, writeHtml, SUITES } = require('./index');
 const { consoleReport } = require('./report/console');
 const { UsageError } = require('../lib/cli-errors');
+const { numberFlag } = require('../lib/cli-flags');
 
 const summary = 'test suites against a gateway: speed, error, load, soak, capacity, all';
 const usage = `usage: ged145 run <suite> [options]
@@ -56,12 +57,7 @@ const options = {
 };
 const positionals = true;
 
-function num(values, key, int = false) {
-  if (values[key] === undefined) return undefined;
-  const n = Number(values[key]);
-  if (values[key] === '' || !Number.isFinite(n) || n <= 0 || (int && !Number.isInteger(n))) throw new UsageError(`--${key} must be a positive ${int ? 'integer' : 'number'}, got '${values[key]}'`);
-  return n;
-}
+const num = (values, key, int = false) => numberFlag(values, key, { int, positive: true });
 
 function progressBars(enabled) {
   if (!enabled) return undefined;

@@ -7,6 +7,7 @@ const { formatSummary } = require('./format');
 const fs = require('node:fs');
 const { des } = require('../lib/protocol');
 const { UsageError } = require('../lib/cli-errors');
+const { numberFlag } = require('../lib/cli-flags');
 
 const summary = 'ICM router simulator: real router timing, pipelined load, fault injection';
 const usage = `usage: ged145 router [options]
@@ -72,14 +73,7 @@ const options = {
   quiet: { type: 'boolean' },
 };
 
-function num(values, key, { int = true, min = 0, max = Infinity } = {}) {
-  if (values[key] === undefined) return undefined;
-  const n = Number(values[key]);
-  if (values[key] === '' || !Number.isFinite(n) || (int && !Number.isInteger(n)) || n < min || n > max) {
-    throw new UsageError(`--${key} must be ${int ? 'an integer' : 'a number'} from ${min}${max < Infinity ? ` to ${max}` : ''}, got '${values[key]}'`);
-  }
-  return n;
-}
+const num = (values, key, { int = true, min = 0, max = Infinity } = {}) => numberFlag(values, key, { int, min, max });
 
 async function main(values) {
   const sides = values.sides.split(',').map((s) => s.trim().toUpperCase());

@@ -6,6 +6,7 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
+const { errorsByKind } = require('../suites/common');
 
 const CHART_JS = path.join(path.dirname(require.resolve('chart.js')), 'chart.umd.min.js');
 
@@ -25,10 +26,9 @@ function chartData(r) {
   };
 }
 
+/** errorsByKind, plus induced and caught invalid frames for the error suite. */
 function errorsOf(s) {
-  const out = { ...s.failures };
-  for (const [k, v] of Object.entries(s.violations)) out[`violation: ${k}`] = v;
-  for (const k of ['late', 'timeout', 'lost']) if (s[k]) out[k] = s[k];
+  const out = errorsByKind(s);
   if (s.injected && (s.injected.reject || s.injected.fatal)) {
     out['induced reject'] = s.injected.reject;
     out['caught reject'] = s.caught.reject + s.voided.reject;
