@@ -31,7 +31,9 @@ const DEFAULTS = Object.freeze({
     maxConnections: 2048, // TCP connections; past it a connection is closed at once
     openTimeoutMs: 15_000, // a connection must send OPEN_REQ within this
     partialFrameTimeoutMs: 10_000, // a started frame must complete within this
-    defaultIdleTimeoutMs: 60_000, // used when OPEN_REQ.IdleTimeout is 0
+    defaultIdleTimeoutMs: 60_000, // used when OPEN_REQ.IdleTimeout is 0 or out of range
+    closeLingerMs: 2000, // after our FIN, how long we read and discard while waiting for the router's
+    maxSubtypeLabels: 50, // metrics: distinct subtype labels besides configured routes; the rest are "(other)"
   },
   allowlist: [], // router addresses; empty = any
   admin: { host: '127.0.0.1', port: 8080 }, // port null = no admin listener
@@ -39,7 +41,7 @@ const DEFAULTS = Object.freeze({
   workers: 1,
   shutdownTimeoutMs: 5000,
   warmup: true, // run synthetic queries through the code before listening (see gateway/warmup.js)
-  des: { keyFile: null }, // the DES private key: GED145_DES_KEY, or a file holding it; never logged
+  des: { keyFile: null, require: false }, // the DES private key: GED145_DES_KEY, or a file holding it; never logged
   tls: { cert: null, key: null, ca: null }, // PEM files: listen with TLS; ca = require client certificates
 });
 
@@ -87,6 +89,23 @@ function check(cond, key, what) {
 
 const intIn = (v, min, max) => Number.isInteger(v) && v >= min && v <= max;
 
+/**
+ * The range of each limit (docs/configuration.md). Timers stay far below setTimeout's 2^31-1 ms,
+ * past which Node fires them after 1 ms.
+ */
+const LIMIT_RANGES = Object.freeze({
+  maxMessageLength: [1024, 1024 * 1024], // room for any FAILURE_CONF (265 bytes) and a real QUERY_REQ
+  maxInFlight: [1, 100_000],
+  maxOutboundBytes: [4096, 1024 * 1024 * 1024],
+  maxSessions: [1, 10_000],
+  maxConnections: [1, 100_000],
+  openTimeoutMs: [100, 600_000],
+  partialFrameTimeoutMs: [100, 600_000],
+  defaultIdleTimeoutMs: [1000, 24 * 60 * 60 * 1000],
+  closeLingerMs: [0, 60_000],
+  maxSubtypeLabels: [0, 1000],
+});
+
 function validate(c, baseDir, env) {
   check(typeof c.host === 'string' && c.host.length > 0, 'host', 'must be an address');
   check(intIn(c.port, 0, 65535), 'port', 'must be a port number 0..65535');
@@ -98,13 +117,17 @@ function validate(c, baseDir, env) {
   check(intIn(c.backend.connections, 1, 10_000), 'backend.connections', 'must be an integer from 1 to 10000');
   check(intIn(c.backend.maxResponseBytes, 1, 64 * 1024 * 1024), 'backend.maxResponseBytes', 'must be a positive integer');
   check(isObject(c.backend.headers), 'backend.headers', 'must be an object');
-  for (const [k, v] of Object.entries(c.limits)) check(intIn(v, 1, 2 ** 31), `limits.${k}`, 'must be a positive integer');
+  for (const [k, [min, max]] of Object.entries(LIMIT_RANGES)) {
+    check(intIn(c.limits[k], min, max), `limits.${k}`, `must be an integer from ${min} to ${max}`);
+  }
+  check(intIn(c.shutdownTimeoutMs, 0, 600_000), 'shutdownTimeoutMs', 'must be an integer of milliseconds from 0 to 600000');
   check(Array.isArray(c.allowlist) && c.allowlist.every((a) => typeof a === 'string'), 'allowlist', 'must be a list of addresses');
   check(c.admin.port === null || intIn(c.admin.port, 0, 65535), 'admin.port', 'must be a port number or null');
   check(['error', 'warn', 'info', 'debug'].includes(c.log.level), 'log.level', 'must be error, warn, info or debug');
   check(intIn(c.workers, 1, 64), 'workers', 'must be an integer from 1 to 64');
   check(typeof c.warmup === 'boolean', 'warmup', 'must be true or false');
   check(c.des.keyFile === null || typeof c.des.keyFile === 'string', 'des.keyFile', 'must be a file path or null');
+  check(typeof c.des.require === 'boolean', 'des.require', 'must be true or false');
   for (const k of ['cert', 'key', 'ca']) check(c.tls[k] === null || typeof c.tls[k] === 'string', `tls.${k}`, 'must be a file path or null');
   check((c.tls.cert === null) === (c.tls.key === null), 'tls', 'needs both cert and key');
   check(isObject(c.routes), 'routes', 'must be an object of subtype -> route');
@@ -118,7 +141,9 @@ function validate(c, baseDir, env) {
   }
   const out = { ...c, compiledRoutes: routes, baseDir };
   // The parsed key rides along non-enumerable: it never reaches a log line, /sessions or JSON.
-  Object.defineProperty(out, 'desKey', { value: readDesKey(c, baseDir, env), enumerable: false });
+  const desKey = readDesKey(c, baseDir, env);
+  check(!c.des.require || desKey !== null, 'des.require', 'is true but no DES key is configured (GED145_DES_KEY or des.keyFile)');
+  Object.defineProperty(out, 'desKey', { value: desKey, enumerable: false });
   return out;
 }
 
@@ -172,4 +197,4 @@ function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = 
   return validate(config, baseDir, env);
 }
 
-module.exports = { loadConfig, DEFAULTS, OPAQUE_KEYS };
+module.exports = { loadConfig, DEFAULTS, OPAQUE_KEYS, LIMIT_RANGES };

@@ -1,11 +1,15 @@
 'use strict';
 
 // Prometheus metrics (prom-client), one registry per gateway process. Label values come from a
-// bounded set: subtypes beyond the first MAX_SUBTYPES seen are counted as "(other)".
+// bounded set, since any open session can send any subtype: the subtypes of configured routes
+// always have their own label, plus the first `maxOtherSubtypes` others seen; the rest count as
+// "(other)". Label values are printable ASCII, at most 64 characters.
 
 const client = require('prom-client');
 
-const MAX_SUBTYPES = 100;
+const OTHER = '(other)';
+const NONE = '(none)';
+const MAX_LABEL = 64;
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 1];
 
 class Metrics {
@@ -28,29 +32,28 @@ class Metrics {
     this.connectionsRefused = new client.Counter({
       name: `${prefix}connections_refused_total`, help: 'Connections closed before a session, by reason', labelNames: ['reason'], registers,
     });
-    this.subtypes = new Map(); // subtype -> Map(outcome -> counter child)
+    this.subtypes = new Map(); // subtype label -> Map(outcome -> counter child)
+    this.known = new Set(); // configured routes' subtypes: never folded into (other)
+    this.maxOtherSubtypes = 50;
+    this.others = 0; // labels given to subtypes that are not configured routes
     this.durations = new Map(); // outcome -> histogram child
     this.sessions.set({ state: 'connected' }, 0);
     this.sessions.set({ state: 'open' }, 0);
   }
 
+  /** Which subtypes always get a label of their own, and how many others may. */
+  configureSubtypes(routeSubtypes, maxOtherSubtypes) {
+    this.known = new Set([...routeSubtypes].map(labelValue));
+    this.maxOtherSubtypes = maxOtherSubtypes;
+  }
+
   /** Hot path: label children are cached, so a query costs two increments. */
   observeQuery(subtype, outcome, seconds) {
-    let key = subtype === undefined ? '(none)' : subtype;
-    let byOutcome = this.subtypes.get(key);
-    if (byOutcome === undefined) {
-      if (this.subtypes.size >= MAX_SUBTYPES) {
-        key = '(other)';
-        byOutcome = this.subtypes.get(key);
-      }
-      if (byOutcome === undefined) {
-        byOutcome = new Map();
-        this.subtypes.set(key, byOutcome);
-      }
-    }
+    let byOutcome = this.subtypes.get(subtype === undefined ? NONE : subtype);
+    if (byOutcome === undefined) byOutcome = this.newSubtype(subtype);
     let counter = byOutcome.get(outcome);
     if (counter === undefined) {
-      counter = this.queries.labels(key, outcome);
+      counter = this.queries.labels(byOutcome.label, outcome);
       byOutcome.set(outcome, counter);
     }
     counter.inc();
@@ -62,9 +65,33 @@ class Metrics {
     hist.observe(seconds);
   }
 
+  /** The outcome map of a subtype not seen before (or of "(other)" once the others are used up). */
+  newSubtype(subtype) {
+    let label = subtype === undefined ? NONE : labelValue(subtype);
+    if (label !== NONE && !this.known.has(label)) {
+      if (this.others >= this.maxOtherSubtypes) label = OTHER;
+      else if (!this.subtypes.has(label)) this.others++;
+    }
+    let byOutcome = this.subtypes.get(label);
+    if (byOutcome === undefined) {
+      byOutcome = new Map();
+      byOutcome.label = label;
+      this.subtypes.set(label, byOutcome);
+    }
+    // Only labels are keys: a subtype whose label differs from it (cut, or '?' for a control
+    // character) is looked up through newSubtype each time, so no router can grow this map.
+    return byOutcome;
+  }
+
   text() {
     return this.registry.metrics();
   }
 }
 
-module.exports = { Metrics, LATENCY_BUCKETS };
+/** A label value: printable ASCII (anything else becomes '?'), at most MAX_LABEL characters. */
+function labelValue(text) {
+  const s = String(text).replace(/[^\x20-\x7e]/g, '?');
+  return s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 3)}...` : s;
+}
+
+module.exports = { Metrics, LATENCY_BUCKETS, labelValue };

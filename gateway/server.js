@@ -14,11 +14,14 @@ const { Backend } = require('./backend');
 const { Metrics } = require('./metrics');
 const { warmUp } = require('./warmup');
 
+const SESSION_REFUSAL_LOG_MS = 60_000;
+
 class Gateway {
   constructor(config, { log, metrics } = {}) {
     this.config = config;
     this.log = log || createLogger({ component: 'gateway', ...config.log });
     this.metrics = metrics || new Metrics();
+    this.metrics.configureSubtypes(Object.keys(config.compiledRoutes), config.limits.maxSubtypeLabels);
     this.backend = new Backend(config);
     this.sessions = new Set();
     this.openCount = 0;
@@ -28,6 +31,7 @@ class Gateway {
     this.server.maxConnections = config.limits.maxConnections;
     this.server.on('drop', () => this.metrics.connectionsRefused.inc({ reason: 'max_connections' }));
     this.idleWaiters = [];
+    this.sessionRefusals = { count: 0, loggedAt: 0 };
   }
 
   async listen(port = this.config.port, host = this.config.host) {
@@ -52,7 +56,8 @@ class Gateway {
   /** The first look at a TCP connection (before any TLS handshake): the allowlist. */
   admitConnection(socket) {
     if (this.allowlist === null || this.allowlist.has(socket.remoteAddress)) return true;
-    // Closed before a single byte is read.
+    // Closed before a single byte is read (and not logged again as a failed TLS handshake).
+    socket.refused = true;
     this.metrics.connectionsRefused.inc({ reason: 'allowlist' });
     this.log.warn('connection refused: address not on the allowlist', { peer: `${socket.remoteAddress}:${socket.remotePort}` });
     socket.destroy();
@@ -72,12 +77,36 @@ class Gateway {
   }
 
   /** Called at OPEN_REQ: a refusal text, or null when the session may open. */
-  admitSession() {
-    if (this.draining) return 'host is shutting down';
-    if (this.openCount >= this.config.limits.maxSessions) return `session limit (${this.config.limits.maxSessions}) reached`;
+  admitSession(session) {
+    if (this.draining) {
+      this.log.info('OPEN_REQ refused: host is shutting down', { session: session.id, peer: session.peer });
+      return 'host is shutting down';
+    }
+    if (this.openCount >= this.config.limits.maxSessions) {
+      this.refusedAtLimit(session);
+      return `session limit (${this.config.limits.maxSessions}) reached`;
+    }
     this.openCount++;
     this.metrics.sessions.inc({ state: 'open' });
     return null;
+  }
+
+  /**
+   * Sessions refused at limits.maxSessions: one error line at the first refusal, then at most one a
+   * minute while refusals go on, with the count. Sessions that open and only send heartbeats can
+   * hold every slot; the allowlist is the defence (docs/reliability.md).
+   */
+  refusedAtLimit(session) {
+    this.metrics.connectionsRefused.inc({ reason: 'max_sessions' });
+    const r = this.sessionRefusals;
+    r.count++;
+    const now = Date.now();
+    if (r.loggedAt !== 0 && now - r.loggedAt < SESSION_REFUSAL_LOG_MS) return;
+    this.log.error(`refusing routers: session limit (${this.config.limits.maxSessions}) reached; limits.maxSessions or the allowlist may need a look`, {
+      refused: r.count, since: new Date(r.loggedAt || now).toISOString(), peer: session.peer, open: this.openCount,
+    });
+    r.loggedAt = now;
+    r.count = 0;
   }
 
   releaseSession() {
@@ -108,7 +137,7 @@ class Gateway {
 
   inFlight() {
     let n = 0;
-    for (const s of this.sessions) n += s.pending.size;
+    for (const s of this.sessions) n += s.inflight.size;
     return n;
   }
 
@@ -131,7 +160,9 @@ class Gateway {
       });
     }
     for (const s of this.sessions) s.end('host shutting down', serialize.failureEvent(STATUS.E_AG_HOST_OFFLINE, 'host shutting down'));
-    await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, 2000).unref())]);
+    // Each session answers what it has in flight, then lingers for the router's close.
+    const bound = this.config.deadlineMs + this.config.limits.closeLingerMs + 1000;
+    await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, bound).unref())]);
     await this.backend.close();
     this.log.info('stopped');
   }
@@ -149,7 +180,8 @@ function createListener(config, gateway) {
   const { cert, key, ca } = config.tls;
   if (cert === null) {
     gateway.tls = false;
-    return net.createServer({ noDelay: true }, (socket) => gateway.onConnection(socket));
+    // allowHalfOpen: a router that half-closes after its last query still gets its answers.
+    return net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => gateway.onConnection(socket));
   }
   gateway.tls = true;
   const read = (file, what) => {
@@ -161,9 +193,13 @@ function createListener(config, gateway) {
   };
   const server = tls.createServer({
     cert: read(cert, 'cert'), key: read(key, 'key'), ca: ca ? read(ca, 'ca') : undefined, requestCert: Boolean(ca), rejectUnauthorized: Boolean(ca), noDelay: true,
+    allowHalfOpen: true,
+    // A half-sent ClientHello may hold a connection no longer than a missing OPEN_REQ would.
+    handshakeTimeout: config.limits.openTimeoutMs,
   }, (socket) => gateway.onConnection(socket));
   server.on('connection', (socket) => gateway.admitConnection(socket));
   server.on('tlsClientError', (err, socket) => {
+    if (socket && (socket.refused || (socket._parent && socket._parent.refused))) return; // the allowlist said no
     gateway.metrics.connectionsRefused.inc({ reason: 'tls' });
     gateway.log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer: socket && `${socket.remoteAddress}:${socket.remotePort}` });
   });

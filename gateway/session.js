@@ -3,37 +3,44 @@
 // One router connection (side A, side B, or any other): the GED-145 session state machine.
 // States: connected -> open (after OPEN_REQ) -> closing (after CLOSE_REQ) -> closed.
 // Invariant: every request read from the router gets exactly one reply, unless the socket itself
-// is gone (then its backend calls are aborted and nothing is written).
+// is gone (then its backend calls are aborted and nothing is written). The bookkeeping of queries
+// in flight is in inflight.js, reply bytes in reply.js, what a log line shows of a query in
+// redact.js.
+//
+// What a Session needs from its gateway (server.js, or a test double):
+//   config            the validated config (limits, deadlineMs, versions, duplicates, des, log)
+//   log, metrics      a winston logger and a Metrics
+//   backend           .call(query, signal) -> Promise<outcome> (backend.js); never rejects in practice
+//   draining          true while shutting down: new queries get E_AG_HOST_OFFLINE
+//   admitSession(s)   at OPEN_REQ: null, or the reason the session may not open
+//   releaseSession(s) an admitted session ends (CLOSE_REQ or disconnect)
+//   onSessionIdle(s)  the session has no query in flight any more
+//   onSessionClosed(s) the socket closed; the session is finished
 
 const { performance } = require('node:perf_hooks');
 const {
-  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, MAX_TAG_DATA, des,
+  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, des,
 } = require('../lib/protocol');
-const { fillAnswer } = require('./answer');
+const { InFlight } = require('./inflight');
+const { ReplyWriter } = require('./reply');
+const { describeQuery } = require('./redact');
+const { LogThrottle } = require('./log-throttle');
 
 let nextSessionId = 1;
-const RESUME_FRACTION = 0.5; // a paused socket resumes when in-flight drops to half the cap
-const LOGGED_REJECTS = 10; // per session, then one line per 1000
+const RESUME_FRACTION = 0.5; // a paused session reads again when in-flight drops to half the cap
 
-/** One query in flight: its deadline timer and the controller that aborts its HTTP request. */
-class PendingQuery {
-  constructor(session, query) {
-    this.session = session;
-    this.query = query;
-    this.start = performance.now();
-    this.done = false;
-    this.controller = new AbortController();
-    this.timer = null;
-  }
-}
-
-function onDeadline(p) {
-  p.session.expire(p);
-}
+/**
+ * OPEN_REQ.IdleTimeout is used as given within this range; 0 or a value outside it (0xFFFFFFFF
+ * would overflow setTimeout into a 1 ms spin) gets limits.defaultIdleTimeoutMs (docs/configuration.md).
+ */
+const IDLE_TIMEOUT_RANGE = Object.freeze({ min: 1000, max: 24 * 60 * 60 * 1000 });
 
 // Module-level socket handlers: no closures per connection on the hot path.
 function socketOnData(chunk) {
   this.session.onData(chunk);
+}
+function socketOnEnd() {
+  this.session.onEnd();
 }
 function socketOnClose() {
   this.session.onClose();
@@ -42,6 +49,7 @@ function socketOnError(err) {
   this.session.onSocketError(err);
 }
 function uncork(session) {
+  if (!session.corked) return;
   session.corked = false;
   if (!session.socket.destroyed) session.socket.uncork();
 }
@@ -60,6 +68,7 @@ class Session {
     this.debug = this.log.isLevelEnabled('debug');
     this.metrics = gateway.metrics;
     this.backend = gateway.backend;
+    this.throttle = new LogThrottle();
 
     this.state = 'connected';
     this.peer = `${socket.remoteAddress}:${socket.remotePort}`;
@@ -67,23 +76,29 @@ class Session {
     this.openedAt = null;
     this.connectInfo = undefined;
     this.version = undefined;
+    this.encrypted = false;
     this.idleTimeoutMs = 0;
-    this.pending = new Set();
+    this.inflight = new InFlight({ deadlineMs: this.deadlineMs, onDeadline: (p) => this.expire(p), metrics: this.metrics });
+    this.reply = new ReplyWriter({ maxBody: this.limits.maxMessageLength });
     this.closeWaiters = [];
-    this.paused = false;
+    this.paused = false; // reading stopped at the in-flight cap
     this.corked = false;
+    // Closing: `ending` once we decided to close (input is ignored from then on), `finishing` once
+    // our FIN is queued, `peerEnded` once the router's FIN arrived, `closed` once the socket is gone.
+    this.ending = null;
+    this.finishing = false;
+    this.peerEnded = false;
     this.closed = false;
     this.closeReason = null;
     this.counters = {
       queries: 0, ok: 0, failed: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0,
     };
-    this.encryptField = undefined; // set when an encrypted session opens
-    this.tagLimit = MAX_TAG_DATA;
 
     this.lastRx = performance.now();
     this.partialSince = -1; // when the frame now buffered began to arrive; -1 = none
     this.idleTimer = null;
     this.partialTimer = null;
+    this.lingerTimer = null;
     this.openTimer = setTimeout(onOpenTimeout, this.limits.openTimeoutMs, this);
 
     this.reader = new MessageReader({
@@ -97,6 +112,7 @@ class Session {
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 30_000);
     socket.on('data', socketOnData);
+    socket.on('end', socketOnEnd);
     socket.on('close', socketOnClose);
     socket.on('error', socketOnError);
     this.log.info('router connected', { session: this.id, peer: this.peer });
@@ -105,6 +121,7 @@ class Session {
   // ---- input -------------------------------------------------------------------------------
 
   onData(chunk) {
+    if (this.ending !== null) return; // closing: read and discard, so the close is not a reset
     this.lastRx = performance.now();
     const framesBefore = this.reader.frames;
     try {
@@ -118,16 +135,14 @@ class Session {
     if (this.reader.bufferedBytes > 0) {
       // The frame now buffered started in this chunk if any frame completed in it.
       if (this.partialSince < 0 || this.reader.frames !== framesBefore) this.partialSince = this.lastRx;
-      if (this.partialTimer === null && !this.closed) {
-        this.partialTimer = setTimeout(onPartialTimeout, this.limits.partialFrameTimeoutMs, this);
-      }
+      this.armPartial();
     } else {
       this.partialSince = -1;
     }
   }
 
   onMessage(msg) {
-    if (this.closed) return;
+    if (this.closed || this.ending !== null) return;
     switch (msg.typeId) {
       case T.QUERY_REQ: this.onQuery(msg); break;
       case T.HEARTBEAT_REQ: this.onHeartbeat(msg); break;
@@ -143,72 +158,100 @@ class Session {
       this.failure(msg.invokeId, STATUS.E_AG_SESSION_ACTIVE, 'session is already open');
       return;
     }
-    if (!this.gateway.config.versions.includes(msg.version)) {
-      this.log.warn('OPEN_REQ refused: version not supported', { session: this.id, peer: this.peer, version: msg.version, supported: this.gateway.config.versions });
+    const { config } = this.gateway;
+    if (!config.versions.includes(msg.version)) {
+      const n = this.throttle.hit('version');
+      if (n) this.log.warn('OPEN_REQ refused: version not supported', { session: this.id, peer: this.peer, version: msg.version, supported: config.versions, count: n });
       this.failure(msg.invokeId, STATUS.E_AG_INVALID_VERSION, `version ${msg.version} is not supported`);
       return;
     }
-    let sessionKey = null;
-    if (msg.encryption !== 0) {
-      const privateKey = this.gateway.config.desKey;
-      if (!privateKey) {
-        this.log.warn('OPEN_REQ refused: the router asks for DES encryption and no key is configured (GED145_DES_KEY or des.keyFile)', { session: this.id, peer: this.peer });
-        this.failure(msg.invokeId, STATUS.E_AG_INVALID_KEY, 'encryption is not configured on this host');
-        this.end('encryption requested without a key');
-        return;
-      }
-      sessionKey = des.openSessionKey(privateKey, msg.sessionKey);
-      if (sessionKey === null) {
-        this.log.warn('OPEN_REQ refused: SESSION_KEY does not decrypt to two equal halves (the router and the host have different private keys?)', { session: this.id, peer: this.peer });
-        this.failure(msg.invokeId, STATUS.E_AG_INVALID_KEY, 'session key does not match');
-        this.end('invalid session key');
-        return;
-      }
-    }
+    const sessionKey = this.openEncryption(msg);
+    if (sessionKey === undefined) return; // refused, and closing
     const refusal = this.gateway.admitSession(this);
     if (refusal) {
-      this.log.warn(`OPEN_REQ refused: ${refusal}`, { session: this.id, peer: this.peer });
       this.failure(msg.invokeId, STATUS.E_AG_HOST_OFFLINE, refusal);
       this.end(refusal);
       return;
     }
     clearTimeout(this.openTimer);
     this.openTimer = null;
-    if (sessionKey !== null) this.startEncryption(sessionKey);
+    // Each OPEN sets encryption afresh: an encrypted session closed and reopened plain is plain.
+    this.setEncryption(sessionKey);
     this.state = 'open';
     this.openedAt = new Date();
     this.connectInfo = msg.config;
     this.version = msg.version;
-    this.idleTimeoutMs = msg.idleTimeoutMs > 0 ? msg.idleTimeoutMs : this.limits.defaultIdleTimeoutMs;
+    this.idleTimeoutMs = this.idleTimeoutFor(msg.idleTimeoutMs);
     this.armIdle(this.idleTimeoutMs);
     this.send(serialize.openConf(msg.invokeId));
     this.log.info('session opened', {
-      session: this.id, peer: this.peer, connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs, encrypted: sessionKey !== null,
+      session: this.id, peer: this.peer, connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs, encrypted: this.encrypted,
     });
   }
 
-  /** PROTOCOL.md section 7: from now on every tag of QUERY_REQ, QUERY_RESP and FAILURE_CONF is DES-encrypted with K. */
-  startEncryption(sessionKey) {
-    this.encryptField = (data) => des.encryptField(sessionKey, data);
-    this.tagLimit = des.MAX_ENCRYPTED_FIELD;
+  /**
+   * OPEN_REQ's Encryption and SESSION_KEY (docs/protocol.md, encryption): the session key, null for
+   * a plain session, or undefined when the OPEN was refused (the refusal is sent and the
+   * connection is closing).
+   */
+  openEncryption(msg) {
+    const { desKey, des: desConfig } = this.gateway.config;
+    if (msg.encryption === 0) {
+      if (!desConfig.require) return null;
+      this.log.warn('OPEN_REQ refused: this host requires DES encryption (des.require) and the router asked for none', { session: this.id, peer: this.peer });
+      return this.refuseKey(msg, 'this host requires encryption', 'encryption required');
+    }
+    if (!desKey) {
+      this.log.warn('OPEN_REQ refused: the router asks for DES encryption and no key is configured (GED145_DES_KEY or des.keyFile)', { session: this.id, peer: this.peer });
+      return this.refuseKey(msg, 'encryption is not configured on this host', 'encryption requested without a key');
+    }
+    const sessionKey = des.openSessionKey(desKey, msg.sessionKey);
+    if (sessionKey === null) {
+      this.log.warn('OPEN_REQ refused: SESSION_KEY does not decrypt to two equal halves (the router and the host have different private keys?)', { session: this.id, peer: this.peer });
+      return this.refuseKey(msg, 'session key does not match', 'invalid session key');
+    }
+    return sessionKey;
+  }
+
+  refuseKey(msg, text, reason) {
+    this.failure(msg.invokeId, STATUS.E_AG_INVALID_KEY, text);
+    this.end(reason);
+    return undefined;
+  }
+
+  /** docs/protocol.md, encryption: with a session key every tag of QUERY_REQ, QUERY_RESP and FAILURE_CONF is DES-encrypted. */
+  setEncryption(sessionKey) {
+    this.encrypted = sessionKey !== null;
+    if (sessionKey === null) {
+      this.reply.plain();
+      this.reader.crypt = undefined;
+      return;
+    }
+    this.reply.encrypt((data) => des.encryptField(sessionKey, data), des.MAX_ENCRYPTED_FIELD);
     this.reader.crypt = {
       decryptField: (data) => des.decryptField(sessionKey, data),
       onDropped: (tag, why) => {
         this.counters.droppedFields++;
-        if (this.counters.droppedFields <= LOGGED_REJECTS || this.counters.droppedFields % 1000 === 0) {
-          this.log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: this.counters.droppedFields });
-        }
+        const n = this.throttle.hit('dropped-field');
+        if (n) this.log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: n });
       },
     };
   }
 
-  /** FAILURE_CONF bytes, encrypted on an encrypted session. */
-  failureConf(invokeId, status, text) {
-    return serialize.failureConf(invokeId, status, asciiError(text, this.tagLimit), undefined, this.encryptField);
+  idleTimeoutFor(requested) {
+    if (requested === 0) return this.limits.defaultIdleTimeoutMs;
+    if (requested >= IDLE_TIMEOUT_RANGE.min && requested <= IDLE_TIMEOUT_RANGE.max) return requested;
+    const n = this.throttle.hit('idle-timeout');
+    if (n) {
+      this.log.warn(`OPEN_REQ IdleTimeout ${requested} ms is outside ${IDLE_TIMEOUT_RANGE.min}..${IDLE_TIMEOUT_RANGE.max}; using limits.defaultIdleTimeoutMs`, {
+        session: this.id, peer: this.peer, defaultIdleTimeoutMs: this.limits.defaultIdleTimeoutMs,
+      });
+    }
+    return this.limits.defaultIdleTimeoutMs;
   }
 
   onHeartbeat(msg) {
-    // Answered at once, never queued behind queries (PROTOCOL.md section 6).
+    // Answered at once, never queued behind queries (docs/protocol.md, timing).
     this.counters.heartbeats++;
     this.metrics.heartbeats.inc();
     this.send(serialize.heartbeatConf(msg.invokeId));
@@ -218,7 +261,7 @@ class Session {
     if (this.state === 'open') {
       this.state = 'closing';
       this.gateway.releaseSession(this);
-      this.log.info('CLOSE_REQ received; answering once in-flight queries are done', { session: this.id, peer: this.peer, inFlight: this.pending.size });
+      this.log.info('CLOSE_REQ received; answering once in-flight queries are done', { session: this.id, peer: this.peer, inFlight: this.inflight.size });
     }
     // Never drop the connection for a CLOSE_REQ alone: answer it and let the router close.
     this.closeWaiters.push(msg.invokeId);
@@ -231,7 +274,8 @@ class Session {
       return;
     }
     this.counters.params++;
-    this.log.info('PARAM_REQ', { session: this.id, paramId: msg.paramId, paramValue: msg.paramValue });
+    const n = this.throttle.hit('param');
+    if (n) this.log.info('PARAM_REQ', { session: this.id, paramId: msg.paramId, paramValue: msg.paramValue, count: n });
     this.send(serialize.paramConf(msg.invokeId));
   }
 
@@ -242,22 +286,17 @@ class Session {
     }
     this.counters.queries++;
     if (this.gateway.draining) {
-      this.finishQuery(null, q, 'draining', this.failureConf(q.invokeId, STATUS.E_AG_HOST_OFFLINE, 'host is shutting down'));
+      this.finishQuery(null, q, 'draining', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_OFFLINE, 'host is shutting down'));
       return;
     }
     if (q.duplicate && this.answerDuplicatesEmpty) {
       this.finishQuery(null, q, 'duplicate', serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
       return;
     }
-    const p = new PendingQuery(this, q);
-    this.pending.add(p);
-    this.metrics.inFlight.inc();
-    if (!this.paused && this.pending.size >= this.limits.maxInFlight) {
-      this.paused = true;
-      this.socket.pause();
-    }
-    p.timer = setTimeout(onDeadline, this.deadlineMs, p);
-    if (this.debug) this.log.debug('query', this.describe(q));
+    const p = this.inflight.add(q);
+    // A hard cap, per message: the frames behind this one wait in the reader, unread.
+    if (!this.paused && this.inflight.size >= this.limits.maxInFlight) this.pauseInput();
+    if (this.debug) this.log.debug('query', describeQuery(q, this.id, this.redact));
     this.backend.call(q, p.controller.signal).then(
       (outcome) => this.complete(p, outcome),
       (err) => this.complete(p, { kind: 'host-error', reason: 'internal', text: 'internal error', err }),
@@ -267,91 +306,101 @@ class Session {
   // ---- replies -----------------------------------------------------------------------------
 
   complete(p, outcome) {
-    if (p.done) return; // the deadline answered it already, or the router went away
-    const q = p.query;
+    if (!this.inflight.settle(p)) return; // the deadline answered it already, or the router went away
     let reply;
     let label;
-    switch (outcome.kind) {
-      case 'ok':
-        label = 'ok';
-        reply = this.queryResp(q, outcome.answer);
-        break;
-      case 'app-error':
-        label = 'app_error';
-        reply = this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, outcome.text);
-        break;
-      default:
-        label = outcome.reason === 'aborted' ? 'aborted' : 'host_error';
-        if (outcome.err) this.log.error('internal error while answering a query', { session: this.id, error: outcome.err.message });
-        reply = this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, outcome.text);
-        if (this.debug) this.log.debug('backend failed', { session: this.id, invokeId: q.invokeId, reason: outcome.reason });
+    try {
+      [label, reply] = this.replyFor(p.query, outcome);
+    } catch (err) {
+      // Whatever the answer held (a throwing getter, a Proxy), it costs this query, never the process.
+      const n = this.throttle.hit('answer-error');
+      if (n) this.log.error('could not turn the backend answer into a reply', { session: this.id, invokeId: p.query.invokeId, subtype: p.query.subtype, error: errorText(err), count: n });
+      label = 'host_error';
+      reply = this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded');
     }
-    this.settle(p);
-    this.finishQuery(p, q, label, reply);
+    this.finishQuery(p, p.query, label, reply);
+  }
+
+  /** [metrics outcome, reply bytes] for a backend outcome. */
+  replyFor(q, outcome) {
+    switch (outcome.kind) {
+      case 'ok': return this.answerReply(q, outcome.answer);
+      case 'app-error': return ['app_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, outcome.text)];
+      default: {
+        if (outcome.err) {
+          const n = this.throttle.hit('internal');
+          if (n) this.log.error('internal error while answering a query', { session: this.id, error: errorText(outcome.err), count: n });
+        }
+        if (this.debug) this.log.debug('backend failed', { session: this.id, invokeId: q.invokeId, reason: outcome.reason });
+        const label = outcome.reason === 'aborted' ? 'aborted' : 'host_error';
+        return [label, this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, outcome.text)];
+      }
+    }
+  }
+
+  answerReply(q, answer) {
+    let built;
+    try {
+      built = this.reply.queryResp(q, answer);
+    } catch (err) {
+      if (err && err.name !== 'EncodeError') throw err;
+      const n = this.throttle.hit('encode');
+      if (n) this.log.error('backend answer could not be encoded', { session: this.id, invokeId: q.invokeId, error: err.message, count: n });
+      return ['host_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded')];
+    }
+    const { buf, notes } = built;
+    if (notes.length > 0) {
+      const n = this.throttle.hit('adjusted');
+      if (n) this.log.warn('backend answer adjusted to fit GED-145', { session: this.id, invokeId: q.invokeId, subtype: q.subtype, changes: notes, count: n });
+    }
+    if (buf === null) {
+      const n = this.throttle.hit('too-large');
+      if (n) this.log.error(`backend answer does not fit one frame (limits.maxMessageLength ${this.limits.maxMessageLength}) even without ECC entries`, { session: this.id, invokeId: q.invokeId, subtype: q.subtype, count: n });
+      return ['host_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer too large for one message')];
+    }
+    return ['ok', buf];
   }
 
   expire(p) {
-    if (p.done) return;
-    p.timer = null;
-    this.settle(p);
+    if (!this.inflight.settle(p)) return;
     p.controller.abort(); // a late backend answer is dropped
     this.finishQuery(p, p.query, 'deadline',
-      this.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${this.deadlineMs} ms`));
-  }
-
-  /** Marks a pending query done and takes it out of the books, exactly once. */
-  settle(p) {
-    p.done = true;
-    if (p.timer !== null) clearTimeout(p.timer);
-    this.pending.delete(p);
-    this.metrics.inFlight.dec();
-  }
-
-  queryResp(q, answer) {
-    const resp = { invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR };
-    if (q.noScriptReply) return serialize.queryResp(resp); // the script wants no data back
-    const notes = fillAnswer(resp, answer, this.tagLimit);
-    if (notes.length > 0) this.log.warn('backend answer adjusted to fit GED-145', { session: this.id, invokeId: q.invokeId, subtype: q.subtype, changes: notes });
-    try {
-      return serialize.queryResp(resp, undefined, this.encryptField);
-    } catch (err) {
-      this.log.error('backend answer could not be encoded', { session: this.id, invokeId: q.invokeId, error: err.message });
-      return this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded');
-    }
+      this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${this.deadlineMs} ms`));
   }
 
   finishQuery(p, q, outcome, reply) {
     if (outcome === 'ok' || outcome === 'duplicate') this.counters.ok++;
     else this.counters.failed++;
-    this.metrics.observeQuery(q.subtype, outcome, p === null ? 0 : (performance.now() - p.start) / 1000);
+    this.metrics.observeQuery(q.subtype, outcome, p === null ? 0 : p.elapsed());
     this.send(reply);
     if (p !== null) this.afterSettle();
   }
 
   afterSettle() {
-    if (this.paused && this.pending.size <= this.limits.maxInFlight * RESUME_FRACTION && !this.closed) {
-      this.paused = false;
-      this.socket.resume();
-    }
+    if (this.closed) return;
+    if (this.paused && this.ending === null && this.inflight.size <= this.limits.maxInFlight * RESUME_FRACTION) this.resumeInput();
     if (this.closeWaiters.length > 0) this.settleClose();
-    if (this.pending.size === 0) this.gateway.onSessionIdle(this);
+    if (this.inflight.size === 0) {
+      if (this.ending !== null) this.finishEnd();
+      this.gateway.onSessionIdle(this);
+    }
   }
 
   settleClose() {
-    if (this.pending.size > 0) return;
+    if (this.inflight.size > 0) return;
     const waiters = this.closeWaiters;
     this.closeWaiters = [];
     for (const invokeId of waiters) this.send(serialize.closeConf(invokeId));
   }
 
   failure(invokeId, status, text) {
-    this.send(this.failureConf(invokeId, status, text));
+    this.send(this.reply.failureConf(invokeId, status, text));
   }
 
   /** One write per reply; replies finished in the same tick go out in one corked burst. */
   send(buf) {
     const socket = this.socket;
-    if (this.closed || socket.destroyed) return;
+    if (this.closed || this.finishing || socket.destroyed) return;
     if (!this.corked) {
       this.corked = true;
       socket.cork();
@@ -366,19 +415,41 @@ class Session {
     }
   }
 
+  // ---- flow control ------------------------------------------------------------------------
+
+  pauseInput() {
+    this.paused = true;
+    this.reader.pause();
+    this.socket.pause();
+  }
+
+  resumeInput() {
+    this.paused = false;
+    this.reader.resume(); // frames held since the pause are handled now, and may pause again
+    if (this.paused || this.closed || this.ending !== null) return;
+    this.socket.resume();
+    if (this.reader.bufferedBytes > 0 && this.partialSince < 0) {
+      this.partialSince = performance.now();
+      this.armPartial();
+    }
+  }
+
   // ---- errors, timers and closing ----------------------------------------------------------
 
   onProtocolError(err) {
     this.metrics.protocolErrors.inc({ code: err.code });
     if (err.fatal) {
-      this.log.warn(`closing connection: ${err.message}`, { session: this.id, peer: this.peer, code: err.code });
+      // The stream cannot be trusted past this frame, but the queries read before it are intact:
+      // they are answered first, then FAILURE_EVENT, then a lingering close.
+      this.log.warn(`closing connection: ${err.message}`, { session: this.id, peer: this.peer, code: err.code, inFlight: this.inflight.size });
       this.end(err.code, serialize.failureEvent(STATUS.E_AG_INVALID_MESSAGE, err.message));
       return;
     }
     this.counters.rejects++;
-    if (this.counters.rejects <= LOGGED_REJECTS || this.counters.rejects % 1000 === 0) {
+    const n = this.throttle.hit('reject');
+    if (n) {
       this.log.warn(`rejected a frame: ${err.message}`, {
-        session: this.id, peer: this.peer, code: err.code, invokeId: err.invokeId, rejects: this.counters.rejects,
+        session: this.id, peer: this.peer, code: err.code, invokeId: err.invokeId, rejects: n,
       });
     }
     if (err.invokeId === undefined) this.send(serialize.failureEvent(err.status, err.message));
@@ -390,9 +461,15 @@ class Session {
     this.idleTimer = setTimeout(onIdleTimeout, ms, this);
   }
 
+  armPartial() {
+    if (this.partialTimer === null && !this.closed && this.ending === null) {
+      this.partialTimer = setTimeout(onPartialTimeout, this.limits.partialFrameTimeoutMs, this);
+    }
+  }
+
   checkIdle() {
     this.idleTimer = null;
-    if (this.closed) return;
+    if (this.closed || this.ending !== null) return;
     const quiet = performance.now() - this.lastRx;
     if (quiet >= this.idleTimeoutMs) {
       this.log.warn(`nothing received for ${this.idleTimeoutMs} ms (IdleTimeout); closing the connection`, { session: this.id, peer: this.peer });
@@ -404,7 +481,7 @@ class Session {
 
   checkPartial() {
     this.partialTimer = null;
-    if (this.closed || this.reader.bufferedBytes === 0) return;
+    if (this.closed || this.ending !== null || this.reader.bufferedBytes === 0) return;
     const waited = performance.now() - this.partialSince;
     const limit = this.limits.partialFrameTimeoutMs;
     if (waited >= limit) {
@@ -415,17 +492,53 @@ class Session {
     }
   }
 
-  /** Graceful: flush what is queued (plus an optional last message), then close. */
+  /**
+   * Graceful close: act on no more input, answer the queries in flight (each is bounded by its
+   * deadline), write `last` (a FAILURE_EVENT, say), then a lingering close (finishEnd).
+   */
   end(reason, last) {
-    if (this.closed || this.closeReason !== null) return;
-    this.closeReason = reason;
-    this.socket.pause();
-    this.abortPending();
+    if (this.closed || this.ending !== null) return;
+    this.ending = { reason, last };
+    if (this.closeReason === null) this.closeReason = reason;
+    this.clearTimers();
+    this.paused = false;
+    this.socket.resume(); // keep reading, to discard
+    if (this.inflight.size === 0) this.finishEnd();
+  }
+
+  /**
+   * Our FIN goes out after every reply; we keep reading (and discarding) until the router closes
+   * too or limits.closeLingerMs passes. Closing with unread bytes would make the kernel send RST,
+   * and the router would throw away replies it had not read yet.
+   */
+  finishEnd() {
+    if (this.finishing || this.closed) return;
+    this.finishing = true;
     const socket = this.socket;
-    if (this.corked) socket.uncork();
-    socket.end(last);
-    socket.once('finish', () => socket.destroy());
-    setTimeout(() => socket.destroy(), 1000).unref();
+    if (this.corked) {
+      this.corked = false;
+      socket.uncork();
+    }
+    socket.end(this.ending.last);
+    if (this.peerEnded) this.closeWhenFlushed();
+    this.lingerTimer = setTimeout(onLingerTimeout, this.limits.closeLingerMs, this);
+  }
+
+  closeWhenFlushed() {
+    const socket = this.socket;
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy());
+  }
+
+  /** The router sent FIN: either the answer to our FIN, or a half-close after its last request. */
+  onEnd() {
+    this.peerEnded = true;
+    if (this.finishing) {
+      this.closeWhenFlushed();
+      return;
+    }
+    // Half-close: nothing more will come, but what was sent is answered before we close.
+    this.end('closed by router');
   }
 
   destroy(reason) {
@@ -434,20 +547,18 @@ class Session {
     this.socket.destroy();
   }
 
-  abortPending() {
-    for (const p of this.pending) {
-      p.done = true;
-      if (p.timer !== null) clearTimeout(p.timer);
-      p.controller.abort();
-      this.metrics.inFlight.dec();
-      this.metrics.observeQuery(p.query.subtype, 'lost_router_gone', (performance.now() - p.start) / 1000);
-    }
-    this.pending.clear();
-  }
-
   onSocketError(err) {
     // ECONNRESET and friends: the router went away. 'close' follows and does the cleanup.
     if (this.closeReason === null) this.closeReason = err.code || err.message;
+  }
+
+  clearTimers() {
+    clearTimeout(this.openTimer);
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    if (this.partialTimer !== null) clearTimeout(this.partialTimer);
+    this.openTimer = null;
+    this.idleTimer = null;
+    this.partialTimer = null;
   }
 
   onClose() {
@@ -455,11 +566,10 @@ class Session {
     const wasOpen = this.state === 'open';
     this.closed = true;
     this.state = 'closed';
-    clearTimeout(this.openTimer);
-    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
-    if (this.partialTimer !== null) clearTimeout(this.partialTimer);
-    const lost = this.pending.size;
-    this.abortPending();
+    this.clearTimers();
+    if (this.lingerTimer !== null) clearTimeout(this.lingerTimer);
+    const lost = this.inflight.size;
+    this.inflight.abortAll('lost_router_gone');
     if (wasOpen) this.gateway.releaseSession(this);
     this.gateway.onSessionClosed(this);
     this.log.info('router disconnected', {
@@ -469,26 +579,6 @@ class Session {
 
   // ---- views -------------------------------------------------------------------------------
 
-  describe(q) {
-    const r = this.redact;
-    const hide = (v) => (v === undefined ? undefined : r ? '[redacted]' : v);
-    const hideAll = (o) => (o === undefined || !r ? o : Object.fromEntries(Object.keys(o).map((k) => [k, '[redacted]'])));
-    return {
-      session: this.id,
-      invokeId: q.invokeId,
-      subtype: q.subtype,
-      duplicate: q.duplicate,
-      noScriptReply: q.noScriptReply,
-      clid: hide(q.clid),
-      ced: hide(q.ced),
-      cdpd: hide(q.cdpd),
-      dn: q.dn,
-      vars: hideAll(q.vars),
-      ecc: hideAll(q.ecc),
-      eccArrays: q.eccArrays === undefined || !r ? q.eccArrays : q.eccArrays.map((e) => ({ name: e.name, index: e.index, value: '[redacted]' })),
-    };
-  }
-
   toJSON() {
     return {
       id: this.id,
@@ -496,10 +586,11 @@ class Session {
       state: this.state,
       connectInfo: this.connectInfo,
       version: this.version,
+      encrypted: this.encrypted,
       connectedAt: this.connectedAt.toISOString(),
       openedAt: this.openedAt && this.openedAt.toISOString(),
       idleTimeoutMs: this.idleTimeoutMs,
-      inFlight: this.pending.size,
+      inFlight: this.inflight.size,
       paused: this.paused,
       counters: { ...this.counters },
     };
@@ -507,7 +598,8 @@ class Session {
 }
 
 function onOpenTimeout(session) {
-  if (session.closed || session.state !== 'connected') return;
+  session.openTimer = null;
+  if (session.closed || session.state !== 'connected' || session.ending !== null) return;
   session.log.warn(`no OPEN_REQ within ${session.limits.openTimeoutMs} ms; closing the connection`, { session: session.id, peer: session.peer });
   session.destroy('open timeout');
 }
@@ -517,11 +609,17 @@ function onIdleTimeout(session) {
 function onPartialTimeout(session) {
   session.checkPartial();
 }
-
-/** ERROR tag text: ASCII, at most `limit` bytes. */
-function asciiError(text, limit = MAX_TAG_DATA) {
-  const s = String(text || '').replace(/[^\x20-\x7e]/g, '?');
-  return s.length > limit ? s.slice(0, limit) : s;
+function onLingerTimeout(session) {
+  session.lingerTimer = null;
+  session.destroy('linger timeout');
 }
 
-module.exports = { Session };
+function errorText(err) {
+  try {
+    return err instanceof Error ? err.message : String(err);
+  } catch {
+    return 'unprintable error';
+  }
+}
+
+module.exports = { Session, IDLE_TIMEOUT_RANGE };

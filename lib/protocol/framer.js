@@ -15,6 +15,10 @@ const { ProtocolError, ERROR_CODES } = require('./errors');
  *   before any of the body is buffered; an oversized length is fatal and the framer stops.
  *
  * State is advanced before each callback, so a callback that throws leaves the framer consistent.
+ *
+ * pause() from inside onFrame stops the framer after that frame: the rest of the chunk (and any
+ * chunk pushed while paused) is held, unread, until resume(). This is how a session enforces its
+ * in-flight cap per message rather than per TCP chunk.
  */
 class Framer {
   constructor({ maxMessageLength = DEFAULT_MAX_MESSAGE_LENGTH, onFrame, onError } = {}) {
@@ -29,6 +33,26 @@ class Framer {
     this._typeId = 0;
     this.failed = false;
     this.frames = 0; // complete frames so far: lets a caller tell a new partial frame from an old one
+    this.paused = false;
+    this._held = []; // chunks (or their unread tails) pushed while paused, oldest first
+  }
+
+  /** Bytes received but not looked at yet because the framer is paused. */
+  get heldBytes() {
+    let n = 0;
+    for (const c of this._held) n += c.length;
+    return n;
+  }
+
+  pause() {
+    this.paused = true;
+  }
+
+  /** Goes on with the held bytes; may call onFrame (and pause again) before it returns. */
+  resume() {
+    this.paused = false;
+    while (!this.paused && !this.failed && this._held.length > 0) this._consume(this._held.shift());
+    if (this.failed) this._held = [];
   }
 
   /** Bytes held between chunks: at most 8 header bytes plus one body under the limit. */
@@ -38,12 +62,24 @@ class Framer {
 
   push(chunk) {
     if (this.failed) return;
+    if (this.paused) {
+      this._held.push(chunk);
+      return;
+    }
+    this._consume(chunk);
+  }
+
+  _consume(chunk) {
     let offset = 0;
     const end = chunk.length;
 
     if (this._body !== null) offset = this._continueBody(chunk, 0);
 
     while (offset < end && !this.failed) {
+      if (this.paused) {
+        this._held.unshift(chunk.subarray(offset)); // before anything pushed since
+        return;
+      }
       if (this._headerFill > 0) {
         offset = this._continueHeader(chunk, offset);
         continue;

@@ -26,6 +26,23 @@ class MessageReader {
     this.framer.push(chunk);
   }
 
+  /** Stop after the current message; bytes that follow are held unread until resume(). */
+  pause() {
+    this.framer.pause();
+  }
+
+  resume() {
+    this.framer.resume();
+  }
+
+  get paused() {
+    return this.framer.paused;
+  }
+
+  get heldBytes() {
+    return this.framer.heldBytes;
+  }
+
   get failed() {
     return this.framer.failed;
   }

@@ -9,6 +9,7 @@ const {
 const { EncodeError } = require('./errors');
 
 const NOT_TEXT = /[^\x01-\x7f]/; // ASCII without NUL: scalar tags, ECC names and values
+const ENCRYPTED_TAG_DATA = MAX_TAG_DATA - (MAX_TAG_DATA % 8); // 248
 
 function uint32(value, field) {
   if (!Number.isInteger(value) || value < 0 || value > MAX_UINT32) {
@@ -49,14 +50,16 @@ class TagList {
   constructor(nul, encryptField) {
     this.nul = nul;
     this.encryptField = encryptField; // on an encrypted session: Buffer -> padded, encrypted Buffer
+    // Plaintext bytes one tag can carry: 255, or 248 once NUL-padded to DES blocks (PROTOCOL.md section 7).
+    this.limit = encryptField === undefined ? MAX_TAG_DATA : ENCRYPTED_TAG_DATA;
     this.items = [];
     this.size = 0;
   }
 
   add(id, data, field) {
     if (this.encryptField !== undefined) {
-      if (data.length > MAX_TAG_DATA - (MAX_TAG_DATA % 8)) {
-        throw new EncodeError('tag-too-long', `${field} is ${data.length} bytes; an encrypted tag holds at most ${MAX_TAG_DATA - (MAX_TAG_DATA % 8)}`);
+      if (data.length > ENCRYPTED_TAG_DATA) {
+        throw new EncodeError('tag-too-long', `${field} is ${data.length} bytes; an encrypted tag holds at most ${ENCRYPTED_TAG_DATA}`);
       }
       data = this.encryptField(Buffer.isBuffer(data) ? data : Buffer.from(data, 'latin1')); // eslint-disable-line no-param-reassign
     }
@@ -97,7 +100,7 @@ class TagList {
     }
   }
 
-  /** Name/value pairs are packed several to a tag, as many as fit in 255 bytes. */
+  /** Name/value pairs are packed several to a tag, as many as fit in one tag (255, or 248 encrypted). */
   ecc(ecc) {
     let packed = '';
     for (const name in ecc) {
@@ -105,11 +108,11 @@ class TagList {
       if (value === undefined || value === null) continue;
       if (name.length === 0) throw new EncodeError('bad-ecc', 'ECC name is empty');
       const pair = `${eccText(name, 'ecc name ', name)}\0${eccText(value, 'ecc.', name)}\0`;
-      if (packed.length + pair.length > MAX_TAG_DATA && packed.length > 0) {
+      if (packed.length + pair.length > this.limit && packed.length > 0) {
         this.add(TAGS.ECC, packed, 'ecc');
         packed = '';
       }
-      if (pair.length > MAX_TAG_DATA) this.add(TAGS.ECC, pair, `ecc pair ${name}`); // throws tag-too-long
+      if (pair.length > this.limit) this.add(TAGS.ECC, pair, `ecc pair ${name}`); // throws tag-too-long
       packed += pair;
     }
     if (packed.length > 0) this.add(TAGS.ECC, packed, 'ecc');

@@ -39,7 +39,7 @@ describe('ged145 CLI', () => {
     fs.writeFileSync(file, JSON.stringify({ limits: { maxInFlight: -1 } }));
     const r = await runCli(['gateway', '--config', file, '--backend', 'http://127.0.0.1:1']);
     assert.equal(r.code, 1);
-    assert.match(r.err, /limits\.maxInFlight must be a positive integer/);
+    assert.match(r.err, /limits\.maxInFlight must be an integer from 1 to 100000/);
   });
 
   describe('rest-sim + gateway + router as three processes', () => {

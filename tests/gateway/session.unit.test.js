@@ -192,9 +192,9 @@ describe('Session (unit, fake clock)', () => {
   });
 
   it('disconnects a router that stops reading once its unread replies pass limits.maxOutboundBytes', async () => {
-    make({ 'limits.maxOutboundBytes': 100 });
+    make({ 'limits.maxOutboundBytes': 4096 });
     open();
-    socket.writableLength = 101;
+    socket.writableLength = 4097;
     socket.feed(serialize.heartbeatReq(3));
     assert.equal(socket.destroyed, true);
     assert.equal(session.closeReason, 'outbound buffer limit');

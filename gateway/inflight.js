@@ -1,0 +1,75 @@
+'use strict';
+
+// The queries of one session that wait for the backend, and the exactly-once rule: a query is
+// settled once, by whichever comes first of its answer, its deadline, or the end of the
+// connection; everything that comes after finds it settled and does nothing.
+
+const { performance } = require('node:perf_hooks');
+
+/** One query in flight: its deadline timer and the controller that aborts its HTTP request. */
+class PendingQuery {
+  constructor(query) {
+    this.query = query;
+    this.start = performance.now();
+    this.done = false;
+    this.controller = new AbortController();
+    this.timer = null;
+  }
+
+  /** Seconds since the query was read. */
+  elapsed() {
+    return (performance.now() - this.start) / 1000;
+  }
+}
+
+class InFlight {
+  /**
+   * deadlineMs: each query's budget; onDeadline(p): called when it runs out, with p still
+   * unsettled; metrics: its queries_in_flight gauge follows the count.
+   */
+  constructor({ deadlineMs, onDeadline, metrics }) {
+    this.deadlineMs = deadlineMs;
+    this.onDeadline = onDeadline;
+    this.metrics = metrics;
+    this.queries = new Set();
+  }
+
+  get size() {
+    return this.queries.size;
+  }
+
+  add(query) {
+    const p = new PendingQuery(query);
+    this.queries.add(p);
+    this.metrics.inFlight.inc();
+    p.timer = setTimeout(deadlineFired, this.deadlineMs, this, p);
+    return p;
+  }
+
+  /** Takes p out of the books; true only for the call that did it (the one allowed to reply). */
+  settle(p) {
+    if (p.done) return false;
+    p.done = true;
+    if (p.timer !== null) clearTimeout(p.timer);
+    p.timer = null;
+    this.queries.delete(p);
+    this.metrics.inFlight.dec();
+    return true;
+  }
+
+  /** The connection is gone: settle every query without a reply and abort its backend call. */
+  abortAll(outcome) {
+    for (const p of [...this.queries]) {
+      this.settle(p);
+      p.controller.abort();
+      this.metrics.observeQuery(p.query.subtype, outcome, p.elapsed());
+    }
+  }
+}
+
+function deadlineFired(inflight, p) {
+  p.timer = null;
+  if (!p.done) inflight.onDeadline(p);
+}
+
+module.exports = { InFlight, PendingQuery };

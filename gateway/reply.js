@@ -1,0 +1,118 @@
+'use strict';
+
+// Reply bytes for one session. A backend answer becomes a QUERY_RESP that fits both the tag
+// limits (answer.js) and the frame limit (here): the router drops a connection on a frame over
+// its limit, losing every other query in flight, so no frame we write may exceed
+// limits.maxMessageLength (docs/protocol.md, framing).
+//
+// Policy when an answer is too big for one frame [decision]: scalar fields (VAR1..VAR10, CED,
+// CDPD) are kept; ECC_ARRAY elements are dropped from the end, then ECC entries from the end,
+// until the frame fits, and the drop is noted for the log. If the scalars alone do not fit (only
+// possible with a very small limit), the query gets FAILURE_CONF E_AG_HOST_ERROR1.
+
+const { serialize, STATUS, HEADER_LENGTH, MAX_TAG_DATA } = require('../lib/protocol');
+const { fillAnswer } = require('./answer');
+
+const DES_BLOCK = 8;
+
+/**
+ * What a session's replies must respect. encryptField: set on an encrypted session (each tag is
+ * padded to DES blocks and encrypted); tagLimit: plaintext bytes per tag; maxBody: frame body limit.
+ */
+class ReplyWriter {
+  constructor({ maxBody }) {
+    this.maxBody = maxBody;
+    this.encryptField = undefined;
+    this.tagLimit = MAX_TAG_DATA;
+  }
+
+  encrypt(encryptField, tagLimit) {
+    this.encryptField = encryptField;
+    this.tagLimit = tagLimit;
+  }
+
+  plain() {
+    this.encryptField = undefined;
+    this.tagLimit = MAX_TAG_DATA;
+  }
+
+  /** FAILURE_CONF with an ERROR text cut to ASCII and the tag limit (encrypted when the session is). */
+  failureConf(invokeId, status, text) {
+    return serialize.failureConf(invokeId, status, asciiError(text, this.tagLimit), undefined, this.encryptField);
+  }
+
+  /**
+   * QUERY_RESP status 0 for q from the backend's answer: {buf, notes}, where notes lists every
+   * change made to fit; buf is null when even the scalar fields alone are over the frame limit.
+   * Throws when the answer cannot be encoded at all.
+   */
+  queryResp(q, answer) {
+    const resp = { invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR };
+    if (q.noScriptReply) return { buf: serialize.queryResp(resp), notes: [] }; // the script wants no data back
+    const notes = fillAnswer(resp, answer, this.tagLimit);
+    const buf = this.fit(resp, notes);
+    return { buf, notes };
+  }
+
+  encode(resp) {
+    return serialize.queryResp(resp, undefined, this.encryptField);
+  }
+
+  /** Encodes resp, dropping ECC_ARRAY then ECC entries from the end until the frame fits; null if it never does. */
+  fit(resp, notes) {
+    let buf = this.encode(resp);
+    if (buf.length - HEADER_LENGTH <= this.maxBody) return buf;
+    const before = buf.length - HEADER_LENGTH;
+    let droppedArrays = 0;
+    let droppedEcc = 0;
+    // ECC_ARRAY elements are one tag each, so their cost is exact: one re-encode suffices.
+    if (resp.eccArrays !== undefined) {
+      let excess = before - this.maxBody;
+      while (excess > 0 && resp.eccArrays.length > 0) {
+        const el = resp.eccArrays.pop();
+        excess -= this.tagCost(el.name.length + el.value.length + 3); // index, name NUL, value NUL
+        droppedArrays++;
+      }
+      buf = this.encode(trimEmpty(resp));
+    }
+    // ECC pairs share tags, so dropping one saves about its own bytes: re-encode until it fits.
+    if (buf.length - HEADER_LENGTH > this.maxBody && resp.ecc !== undefined) {
+      const names = Object.keys(resp.ecc);
+      while (buf.length - HEADER_LENGTH > this.maxBody && names.length > 0) {
+        let excess = buf.length - HEADER_LENGTH - this.maxBody;
+        while (excess > 0 && names.length > 0) {
+          const name = names.pop();
+          excess -= name.length + resp.ecc[name].length + 2;
+          delete resp.ecc[name];
+          droppedEcc++;
+        }
+        buf = this.encode(trimEmpty(resp));
+      }
+    }
+    if (buf.length - HEADER_LENGTH > this.maxBody) return null;
+    const what = [];
+    if (droppedArrays > 0) what.push(`${droppedArrays} eccArrays element(s)`);
+    if (droppedEcc > 0) what.push(`${droppedEcc} ecc entr${droppedEcc === 1 ? 'y' : 'ies'}`);
+    notes.push(`${what.join(' and ')} dropped from the end: the reply was ${before} bytes, over the frame limit of ${this.maxBody} (limits.maxMessageLength)`);
+    return buf;
+  }
+
+  /** Bytes one tag takes on the wire for `data` plaintext bytes. */
+  tagCost(data) {
+    return 2 + (this.encryptField === undefined ? data : Math.ceil(data / DES_BLOCK) * DES_BLOCK);
+  }
+}
+
+function trimEmpty(resp) {
+  if (resp.eccArrays !== undefined && resp.eccArrays.length === 0) resp.eccArrays = undefined;
+  if (resp.ecc !== undefined && Object.keys(resp.ecc).length === 0) resp.ecc = undefined;
+  return resp;
+}
+
+/** ERROR tag text: ASCII, at most `limit` bytes. */
+function asciiError(text, limit = MAX_TAG_DATA) {
+  const s = String(text || '').replace(/[^\x20-\x7e]/g, '?');
+  return s.length > limit ? s.slice(0, limit) : s;
+}
+
+module.exports = { ReplyWriter, asciiError };
