@@ -120,7 +120,7 @@ function validate(c, baseDir, env) {
   for (const [k, [min, max]] of Object.entries(LIMIT_RANGES)) {
     check(intIn(c.limits[k], min, max), `limits.${k}`, `must be an integer from ${min} to ${max}`);
   }
-  check(intIn(c.shutdownTimeoutMs, 0, 600_000), 'shutdownTimeoutMs', 'must be an integer of milliseconds from 0 to 600000');
+  check(intIn(c.shutdownTimeoutMs, 0, 600_000), 'shutdownTimeoutMs', 'must be an integer from 0 to 600000 (milliseconds)');
   check(Array.isArray(c.allowlist) && c.allowlist.every((a) => typeof a === 'string'), 'allowlist', 'must be a list of addresses');
   check(c.admin.port === null || intIn(c.admin.port, 0, 65535), 'admin.port', 'must be a port number or null');
   check(['error', 'warn', 'info', 'debug'].includes(c.log.level), 'log.level', 'must be error, warn, info or debug');

@@ -199,6 +199,7 @@ function createListener(config, gateway) {
   }, (socket) => gateway.onConnection(socket));
   server.on('connection', (socket) => gateway.admitConnection(socket));
   server.on('tlsClientError', (err, socket) => {
+    if (socket) socket.destroy(); // with a listener here, Node leaves a failed handshake's socket open
     if (socket && (socket.refused || (socket._parent && socket._parent.refused))) return; // the allowlist said no
     gateway.metrics.connectionsRefused.inc({ reason: 'tls' });
     gateway.log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer: socket && `${socket.remoteAddress}:${socket.remotePort}` });

@@ -140,7 +140,8 @@ class RouterConnection extends EventEmitter {
   send(fields, logical) {
     if (this.state !== 'open') return false;
     const invokeId = this.invokeId();
-    this.pending.set(invokeId, { logical, sentAt: performance.now() });
+    // A query behind an induced fatal frame is never read by the host: its loss is expected.
+    this.pending.set(invokeId, { logical, sentAt: performance.now(), afterFatal: this.expectingFatal !== null });
     logical.outstanding++;
     this.write(serialize.queryReq({ ...fields, invokeId }, true, this.encryptField));
     return true;
@@ -398,7 +399,8 @@ class RouterConnection extends EventEmitter {
         entry.logical.outstanding--;
         if (!entry.logical.settled && entry.logical.outstanding === 0) {
           entry.logical.settled = true;
-          this.stats.lost++;
+          if (entry.afterFatal) this.stats.voided.queries++;
+          else this.stats.lost++;
           this.emit('lost', entry.logical);
         }
       }

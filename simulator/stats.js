@@ -17,12 +17,14 @@ class RunStats {
     this.failures = Object.create(null); // FAILURE_CONF status name -> count
     this.late = 0; // answered after requestTimeoutMs (also in ok/failures)
     this.timeout = 0; // never answered by the end of the run
-    this.lost = 0; // in flight when a connection dropped
+    this.lost = 0; // in flight when a connection dropped, and not voided (below): unexpected
     this.violations = Object.create(null); // reason -> count
     this.heartbeats = { sent: 0, answered: 0, missed: 0 };
     this.injected = { reject: 0, fatal: 0 }; // invalid frames sent, by expected consequence
     this.caught = { reject: 0, fatal: 0 }; // ... and answered as expected
-    this.voided = { reject: 0, fatal: 0 }; // rejects sent behind an induced fatal frame, which the host never reads
+    // Sent behind an induced fatal frame, which the host never reads: rejects, further fatal
+    // frames and queries that are expected to go unanswered.
+    this.voided = { reject: 0, fatal: 0, queries: 0 };
     this.closes = Object.create(null); // why connections ended
     this.reconnects = 0;
     this.failureEvents = 0;

@@ -26,18 +26,21 @@ async function error(ctx, { durationS = 60, invalidRate = 0.15, frag = 4, window
   if (violations) reasons.push(`${violations} protocol violations`);
   if (unexpected) reasons.push(`${unexpected} queries failed`);
   if (s.timeout) reasons.push(`${s.timeout} queries never answered`);
+  // The gateway answers every query it read before a fatal frame; only those sent after it go.
+  if (s.lost) reasons.push(`${s.lost} queries lost that the gateway had read`);
   return {
     suite: 'error',
     title: `error: ${durationS} s, fragmented writes (0-${frag} extra splits), invalid frames before ${Math.round(invalidRate * 100)}% of queries`,
     figures: {
-      transactions: s.answered, txPerSec: s.txPerSec, induced: { reject: inducedRejects, fatal: inducedFatal }, caught: { reject: caughtRejects, fatal: caughtFatal }, gatewayCloses, lostToInducedCloses: s.lost,
+      transactions: s.answered, txPerSec: s.txPerSec, induced: { reject: inducedRejects, fatal: inducedFatal }, caught: { reject: caughtRejects, fatal: caughtFatal }, gatewayCloses, voidedByFatalFrames: s.voided.queries, lost: s.lost,
     },
     rows: [
       ['transactions', `${s.answered.toLocaleString('en-US')} (${Math.round(s.txPerSec).toLocaleString('en-US')} tx/s)`],
       ['induced errors', `${inducedRejects + inducedFatal} (${inducedRejects} rejects, ${inducedFatal} fatal)`],
       ['caught errors', `${caughtRejects + caughtFatal} (${caughtRejects} answered E_AG_INVALID_MESSAGE, ${caughtFatal} connections closed)`],
       ['gateway closed', Object.entries(gatewayCloses).map(([k, v]) => `${v} x ${k.replace('host closed after ', '')}`).join(', ') || 'none'],
-      ['queries lost to those closes', String(s.lost)],
+      ['queries voided (expected)', `${s.voided.queries} sent behind a fatal frame, which the gateway never reads`],
+      ['queries lost (unexpected)', String(s.lost)],
       ['protocol violations', String(violations)],
     ],
     verdict: { pass: reasons.length === 0, reasons },
