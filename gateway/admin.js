@@ -6,13 +6,21 @@ const http = require('node:http');
 const express = require('express');
 
 /**
- * createAdminApp({ready(), sessions(), metrics()}) — each a function, so the same app serves a
- * single gateway or a cluster primary that asks its workers.
+ * createAdminApp({health(), ready(), sessions(), metrics()}) — each a function, so the same app
+ * serves a single gateway or a cluster primary that asks its workers.
  */
-function createAdminApp({ ready, sessions, metrics, contentType = 'text/plain; version=0.0.4; charset=utf-8' }) {
+function createAdminApp({
+  health = () => ({}), ready, sessions, metrics, contentType = 'text/plain; version=0.0.4; charset=utf-8',
+}) {
   const app = express();
   app.disable('x-powered-by');
-  app.get('/health', (req, res) => res.json({ status: 'ok' }));
+  app.get('/health', async (req, res, next) => {
+    try {
+      res.json({ status: 'ok', ...(await health()) });
+    } catch (err) {
+      next(err);
+    }
+  });
   app.get('/ready', (req, res) => {
     const ok = ready();
     res.status(ok ? 200 : 503).json({ ready: ok });

@@ -6,16 +6,27 @@
 //   {kind: 'host-error', reason, text} -> FAILURE_CONF E_AG_HOST_ERROR1 (5xx, bad JSON, unreachable, ...)
 // It never throws: every path ends in one of the three.
 
-const { queryJson, fillTemplate, jsonPath, mapResponse } = require('./routes');
+const { performance } = require('node:perf_hooks');
+const {
+  queryJson, fillTemplate, encodeSegment, jsonPath, mapResponse, PlaceholderError,
+} = require('./routes');
 const { createEngine } = require('./engines');
+const { BackendHealth } = require('./backend-health');
+const { LogThrottle } = require('./log-throttle');
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
 const hostError = (reason, text) => ({ kind: 'host-error', reason, text });
 
 class Backend {
-  constructor(config) {
-    this.routes = config.compiledRoutes;
+  /** log and metrics are optional (the warm-up runs without them). */
+  constructor(config, { log = null, metrics = null } = {}) {
+    this.routes = config.compiledRoutes; // a Map: subtypes such as "__proto__" or "constructor" are plain keys
+    this.deadlineMs = config.deadlineMs;
+    this.log = log;
+    this.metrics = metrics;
+    this.throttle = new LogThrottle();
+    this.health = new BackendHealth({ log, metrics });
     this.engine = createEngine(config.backend.engine, {
       connections: config.backend.connections,
       maxResponseBytes: config.backend.maxResponseBytes,
@@ -24,7 +35,7 @@ class Backend {
     this.baseHeaders = { ...JSON_HEADERS, ...lowerKeys(config.backend.headers) };
   }
 
-  /** The default contract's base URL; settable after start (npm start embeds rest-sim on a free port). */
+  /** The default contract's base URL (validated by config.js: no query string or fragment). */
   setBaseUrl(url) {
     if (url === null || url === undefined) {
       this.origin = null;
@@ -36,15 +47,27 @@ class Backend {
   }
 
   async call(q, signal) {
-    const route = q.subtype === undefined ? undefined : this.routes[q.subtype];
-    if (route === undefined) return this.callContract(q, signal);
-    if (route.kind === 'module') return callModule(route, q, signal);
-    return this.callRoute(route, q, signal);
+    const route = q.subtype === undefined ? undefined : this.routes.get(q.subtype);
+    try {
+      if (route === undefined) return await this.callContract(q, signal);
+      if (route.kind === 'module') return await this.callModule(route, q, signal);
+      return await this.callRoute(route, q, signal);
+    } catch (err) {
+      if (!(err instanceof PlaceholderError)) throw err;
+      const n = this.throttle.hit('placeholder');
+      if (n && this.log) this.log.warn(`query refused before the backend: ${err.message}`, { subtype: printable(q.subtype), invokeId: q.invokeId, count: n });
+      return { kind: 'app-error', text: err.message, reason: 'bad-placeholder' };
+    }
+  }
+
+  /** The session's deadline fired first: for the backend's health, a failure like any other. */
+  onDeadline() {
+    this.health.failure('deadline');
   }
 
   async callContract(q, signal) {
     if (this.origin === null) return hostError('no-backend', 'no backend configured');
-    const path = q.subtype === undefined ? `${this.basePath}/query` : `${this.basePath}/query/${encodeURIComponent(q.subtype)}`;
+    const path = q.subtype === undefined ? `${this.basePath}/query` : `${this.basePath}/query/${encodeSegment('subtype', q.subtype)}`;
     return this.send({
       origin: this.origin, path, method: 'POST', headers: this.baseHeaders, body: JSON.stringify(queryJson(q)), signal,
     }, null, 'error');
@@ -54,40 +77,84 @@ class Backend {
     const path = fillTemplate(route.template, q);
     const headers = { ...this.baseHeaders, ...route.headers };
     const body = route.sendBody ? JSON.stringify(queryJson(q)) : undefined;
-    return this.send({ origin: route.template.origin, path, method: route.method, headers, body, signal }, route.mapping, route.errorPath);
+    const request = { origin: route.template.origin, path, method: route.method, headers, body, signal };
+    if (route.timeoutMs >= this.deadlineMs) return this.send(request, route.mapping, route.errorPath);
+    // routes.<subtype>.timeoutMs: this route gives up sooner than the query deadline.
+    const timeout = AbortSignal.timeout(route.timeoutMs);
+    request.signal = AbortSignal.any([signal, timeout]);
+    const outcome = await this.send(request, route.mapping, route.errorPath);
+    if (outcome.kind === 'host-error' && timeout.aborted && !signal.aborted) {
+      this.health.failure('timeout');
+      return hostError('timeout', `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
+    }
+    return outcome;
+  }
+
+  async callModule(route, q, signal) {
+    try {
+      const answer = await route.handle(queryJson(q), { signal });
+      if (answer === null || typeof answer !== 'object') return { kind: 'ok', answer: {} };
+      return { kind: 'ok', answer };
+    } catch (err) {
+      if (signal.aborted) return hostError('aborted', 'backend aborted');
+      const status = err && Number(err.status || err.statusCode);
+      if ((err && err.appError) || (status >= 400 && status < 500)) return { kind: 'app-error', text: String(err.message || 'rejected') };
+      // The handler's own words stay in the host's log; the router gets E_AG_HOST_ERROR1.
+      const n = this.throttle.hit('module-error');
+      if (n && this.log) this.log.error(`handler module failed: ${errorText(err)}`, { module: route.file, subtype: printable(q.subtype), invokeId: q.invokeId, count: n });
+      return hostError('module-error', 'handler module failed');
+    }
   }
 
   async send(request, mapping, errorPath) {
     let res;
+    const started = performance.now();
     try {
       res = await this.engine.request(request);
     } catch (err) {
-      return hostError(err.reason || 'error', `backend ${err.reason || 'error'}`);
+      const reason = err.reason || 'error';
+      if (reason !== 'aborted') {
+        this.health.failure(reason);
+        if (this.metrics) this.metrics.backendResponses.labels('error').inc();
+      }
+      return hostError(reason, `backend ${reason}`);
     }
     const { status, text } = res;
+    if (this.metrics) {
+      this.metrics.backendResponses.labels(`${Math.floor(status / 100)}xx`).inc();
+      this.metrics.backendDuration.observe((performance.now() - started) / 1000);
+    }
+    if (status >= 500 || status < 200 || (status >= 300 && status < 400)) this.health.failure(`HTTP ${status}`);
     if (status >= 200 && status < 300) {
       let json;
       try {
         json = JSON.parse(text);
       } catch {
+        this.health.failure('bad JSON');
         return hostError('bad-json', 'backend answered with a body that is not JSON');
       }
       if (json === null || typeof json !== 'object' || Array.isArray(json)) {
+        this.health.failure('bad JSON');
         return hostError('bad-json', 'backend answered with JSON that is not an object');
       }
+      this.health.success();
       return { kind: 'ok', answer: mapping ? mapResponse(mapping, json) : json };
     }
-    if (status >= 400 && status < 500) return { kind: 'app-error', text: errorText(text, errorPath, status), status };
+    if (status >= 400 && status < 500) {
+      this.health.success(); // a deliberate "no" is an answer
+      return { kind: 'app-error', text: appErrorText(text, errorPath, status), status };
+    }
     return hostError(`http-${status}`, `backend HTTP ${status}`);
   }
 
   close() {
+    this.health.close();
     return this.engine.close();
   }
 }
 
 /** The text for the ERROR tag of a 4xx: the body's error field, else the body, else the status. */
-function errorText(text, errorPath, status) {
+function appErrorText(text, errorPath, status) {
   try {
     const json = JSON.parse(text);
     const v = jsonPath(json, errorPath);
@@ -98,17 +165,18 @@ function errorText(text, errorPath, status) {
   return text && text.length > 0 && text.length < 256 ? text : `backend HTTP ${status}`;
 }
 
-async function callModule(route, q, signal) {
+/** An error's message, whatever was thrown (a throwing getter, a Proxy, a string). */
+function errorText(err) {
   try {
-    const answer = await route.handle(queryJson(q), { signal });
-    if (answer === null || typeof answer !== 'object') return { kind: 'ok', answer: {} };
-    return { kind: 'ok', answer };
-  } catch (err) {
-    if (signal.aborted) return hostError('aborted', 'backend aborted');
-    const status = err && Number(err.status || err.statusCode);
-    if ((err && err.appError) || (status >= 400 && status < 500)) return { kind: 'app-error', text: String(err.message || 'rejected') };
-    return hostError('module-error', 'handler module failed');
+    return err instanceof Error ? String(err.message) : String(err);
+  } catch {
+    return 'an error that cannot be printed';
   }
+}
+
+/** Router-supplied text for a log field: printable, bounded. */
+function printable(text) {
+  return text === undefined ? undefined : String(text).replace(/[^\x20-\x7e]/g, '?').slice(0, 64);
 }
 
 function lowerKeys(obj) {
@@ -117,4 +185,4 @@ function lowerKeys(obj) {
   return out;
 }
 
-module.exports = { Backend };
+module.exports = { Backend, errorText };

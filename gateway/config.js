@@ -8,12 +8,14 @@ const path = require('node:path');
 const { DEFAULT_MAX_MESSAGE_LENGTH, des } = require('../lib/protocol');
 const { OperatorError } = require('../lib/cli-errors');
 const { compileRoute } = require('./routes');
+const { compileAllowlist } = require('./allowlist');
 
 const DEFAULTS = Object.freeze({
   host: '0.0.0.0',
   port: 5000,
   versions: [2],
   deadlineMs: 250,
+  routerRequestTimeoutMs: 300, // the router's RequestTimeout: deadlineMs must stay below it
   duplicates: 'forward', // or 'answer-empty': QUERY_RESP with no tags, backend not called
   backend: {
     url: null, // base URL of the default query contract; null with `npm start` = embedded rest-sim
@@ -45,17 +47,30 @@ const DEFAULTS = Object.freeze({
   tls: { cert: null, key: null, ca: null }, // PEM files: listen with TLS; ca = require client certificates
 });
 
+/** GED145_REDACT and other switches: the usual spellings, any case; anything else is refused. */
+function parseBool(v) {
+  const t = v.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(t)) return true;
+  if (['0', 'false', 'no', 'off'].includes(t)) return false;
+  throw new Error('must be 1/0, true/false, yes/no or on/off');
+}
+
+function parseNumber(v) {
+  if (!/^\s*-?\d+(\.\d+)?\s*$/.test(v)) throw new Error('must be a number');
+  return Number(v);
+}
+
 const ENV = {
   GED145_HOST: ['host', String],
-  GED145_PORT: ['port', Number],
+  GED145_PORT: ['port', parseNumber],
   GED145_BACKEND_URL: ['backend.url', String],
   GED145_ENGINE: ['backend.engine', String],
-  GED145_DEADLINE_MS: ['deadlineMs', Number],
-  GED145_ADMIN_PORT: ['admin.port', Number],
+  GED145_DEADLINE_MS: ['deadlineMs', parseNumber],
+  GED145_ADMIN_PORT: ['admin.port', parseNumber],
   GED145_LOG_LEVEL: ['log.level', String],
   GED145_LOG_FILE: ['log.file', String],
-  GED145_REDACT: ['log.redact', (v) => v === '1' || v === 'true'],
-  GED145_WORKERS: ['workers', Number],
+  GED145_REDACT: ['log.redact', parseBool],
+  GED145_WORKERS: ['workers', parseNumber],
   GED145_DES_KEY_FILE: ['des.keyFile', String],
 };
 
@@ -83,8 +98,11 @@ function setPath(obj, dotted, value) {
   o[keys[keys.length - 1]] = value;
 }
 
+/** Where each key set by the environment came from ("GED145_PORT=abc"), so an error can say. */
+let sources = {};
+
 function check(cond, key, what) {
-  if (!cond) throw new OperatorError(`config: ${key} ${what}`);
+  if (!cond) throw new OperatorError(`config: ${key} ${what}${sources[key] ? ` (from ${sources[key]})` : ''}`);
 }
 
 const intIn = (v, min, max) => Number.isInteger(v) && v >= min && v <= max;
@@ -111,8 +129,13 @@ function validate(c, baseDir, env) {
   check(intIn(c.port, 0, 65535), 'port', 'must be a port number 0..65535');
   check(Array.isArray(c.versions) && c.versions.length > 0 && c.versions.every((v) => intIn(v, 0, 0xffffffff)), 'versions', 'must be a non-empty list of version numbers');
   check(intIn(c.deadlineMs, 1, 60_000), 'deadlineMs', 'must be an integer of milliseconds from 1 to 60000');
+  check(intIn(c.routerRequestTimeoutMs, 1, 600_000), 'routerRequestTimeoutMs', 'must be an integer of milliseconds from 1 to 600000');
+  check(c.deadlineMs < c.routerRequestTimeoutMs, 'deadlineMs',
+    `(${c.deadlineMs}) must be below the router's RequestTimeout, routerRequestTimeoutMs (${c.routerRequestTimeoutMs}): a reply after it arrives too late and counts as a missed heartbeat. If your router's RequestTimeout is longer, set routerRequestTimeoutMs to it`);
   check(['forward', 'answer-empty'].includes(c.duplicates), 'duplicates', "must be 'forward' or 'answer-empty'");
-  check(c.backend.url === null || /^https?:\/\/[^/]+/.test(c.backend.url), 'backend.url', 'must be an http:// or https:// URL');
+  check(c.backend.url === null || (typeof c.backend.url === 'string' && /^https?:\/\/[^/?#]+/.test(c.backend.url)), 'backend.url', 'must be an http:// or https:// URL');
+  check(c.backend.url === null || !/[?#]/.test(c.backend.url), 'backend.url',
+    'must not have a query string or fragment: the default contract POSTs to {backend.url}/query/{subtype} (use a route for anything else)');
   check(['undici', 'axios'].includes(c.backend.engine), 'backend.engine', "must be 'undici' or 'axios'");
   check(intIn(c.backend.connections, 1, 10_000), 'backend.connections', 'must be an integer from 1 to 10000');
   check(intIn(c.backend.maxResponseBytes, 1, 64 * 1024 * 1024), 'backend.maxResponseBytes', 'must be a positive integer');
@@ -121,9 +144,18 @@ function validate(c, baseDir, env) {
     check(intIn(c.limits[k], min, max), `limits.${k}`, `must be an integer from ${min} to ${max}`);
   }
   check(intIn(c.shutdownTimeoutMs, 0, 600_000), 'shutdownTimeoutMs', 'must be an integer from 0 to 600000 (milliseconds)');
-  check(Array.isArray(c.allowlist) && c.allowlist.every((a) => typeof a === 'string'), 'allowlist', 'must be a list of addresses');
+  check(Array.isArray(c.allowlist), 'allowlist', 'must be a list of addresses and CIDR ranges');
+  let allowlist = null;
+  try {
+    allowlist = c.allowlist.length > 0 ? compileAllowlist(c.allowlist) : null;
+  } catch (err) {
+    check(false, 'allowlist', `entry ${err.message}`);
+  }
   check(c.admin.port === null || intIn(c.admin.port, 0, 65535), 'admin.port', 'must be a port number or null');
   check(['error', 'warn', 'info', 'debug'].includes(c.log.level), 'log.level', 'must be error, warn, info or debug');
+  check(typeof c.log.redact === 'boolean', 'log.redact', 'must be true or false');
+  check(typeof c.log.console === 'boolean', 'log.console', 'must be true or false');
+  check(c.log.file === null || (typeof c.log.file === 'string' && c.log.file.length > 0), 'log.file', 'must be a file path or null');
   check(intIn(c.workers, 1, 64), 'workers', 'must be an integer from 1 to 64');
   check(typeof c.warmup === 'boolean', 'warmup', 'must be true or false');
   check(c.des.keyFile === null || typeof c.des.keyFile === 'string', 'des.keyFile', 'must be a file path or null');
@@ -131,15 +163,16 @@ function validate(c, baseDir, env) {
   for (const k of ['cert', 'key', 'ca']) check(c.tls[k] === null || typeof c.tls[k] === 'string', `tls.${k}`, 'must be a file path or null');
   check((c.tls.cert === null) === (c.tls.key === null), 'tls', 'needs both cert and key');
   check(isObject(c.routes), 'routes', 'must be an object of subtype -> route');
-  const routes = {};
+  const routes = new Map(); // subtype -> compiled route; a Map, so "__proto__" is a subtype like any other
   for (const [subtype, route] of Object.entries(c.routes)) {
     try {
-      routes[subtype] = compileRoute(route, { baseDir, deadlineMs: c.deadlineMs });
+      routes.set(subtype, compileRoute(route, { baseDir, deadlineMs: c.deadlineMs }));
     } catch (err) {
       throw new OperatorError(`config: routes.${subtype}: ${err.message}`);
     }
   }
   const out = { ...c, compiledRoutes: routes, baseDir };
+  Object.defineProperty(out, 'allowlistFilter', { value: allowlist, enumerable: false });
   // The parsed key rides along non-enumerable: it never reaches a log line, /sessions or JSON.
   const desKey = readDesKey(c, baseDir, env);
   check(!c.des.require || desKey !== null, 'des.require', 'is true but no DES key is configured (GED145_DES_KEY or des.keyFile)');
@@ -189,12 +222,27 @@ function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = 
     baseDir = path.dirname(path.resolve(file));
   }
   const layered = {};
+  sources = {};
   for (const [name, [key, conv]] of Object.entries(ENV)) {
-    if (env[name] !== undefined && env[name] !== '') setPath(layered, key, conv(env[name]));
+    if (env[name] === undefined || env[name] === '') continue;
+    try {
+      setPath(layered, key, conv(env[name]));
+    } catch (err) {
+      throw new OperatorError(`config: ${name}=${env[name]}: ${err.message}`);
+    }
+    sources[key] = `${name}=${env[name]}`;
   }
-  for (const [key, value] of Object.entries(overrides)) if (value !== undefined) setPath(layered, key, value);
-  const config = merge(merge(structuredClone(DEFAULTS), fromFile), layered);
-  return validate(config, baseDir, env);
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value === undefined) continue;
+    setPath(layered, key, value);
+    delete sources[key]; // a flag wins over the environment
+  }
+  try {
+    const config = merge(merge(structuredClone(DEFAULTS), fromFile), layered);
+    return validate(config, baseDir, env);
+  } finally {
+    sources = {};
+  }
 }
 
 module.exports = { loadConfig, DEFAULTS, OPAQUE_KEYS, LIMIT_RANGES };

@@ -23,6 +23,7 @@ async function startGateway(config, { log } = {}) {
   let admin = null;
   if (config.admin.port !== null) {
     const app = createAdminApp({
+      health: () => ({ backend: gateway.backend.health.toJSON() }),
       ready: () => !gateway.draining,
       sessions: () => gateway.toJSON(),
       metrics: () => gateway.metrics.text(),
@@ -72,7 +73,9 @@ async function runWorker(config) {
   const port = await gateway.listen();
   process.send({ type: READY, port });
   process.on('message', (msg) => {
-    if (msg && msg.type === ASK && msg.what === 'sessions') {
+    if (msg && msg.type === ASK && msg.what === 'health') {
+      process.send({ type: ANSWER, id: msg.id, data: { pid: process.pid, backend: gateway.backend.health.toJSON() } });
+    } else if (msg && msg.type === ASK && msg.what === 'sessions') {
       process.send({ type: ANSWER, id: msg.id, data: gateway.toJSON().map((s) => ({ ...s, pid: process.pid })) });
     } else if (msg && msg.type === ASK && msg.what === 'shutdown') {
       gateway.shutdown('primary asked').then(() => process.exit(0));
@@ -127,6 +130,7 @@ async function startCluster(config, { log } = {}) {
   let admin = null;
   if (config.admin.port !== null) {
     const app = createAdminApp({
+      health: async () => ({ workers: await ask('health') }),
       ready: () => !draining,
       sessions: async () => (await ask('sessions')).flat(),
       metrics: () => aggregator.clusterMetrics(),

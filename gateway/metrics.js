@@ -32,6 +32,14 @@ class Metrics {
     this.connectionsRefused = new client.Counter({
       name: `${prefix}connections_refused_total`, help: 'Connections closed before a session, by reason', labelNames: ['reason'], registers,
     });
+    this.backendResponses = new client.Counter({
+      name: `${prefix}backend_responses_total`, help: 'Backend HTTP answers by status class (2xx, 4xx, 5xx...), and requests that got none (error)', labelNames: ['class'], registers,
+    });
+    this.backendDuration = new client.Histogram({
+      name: `${prefix}backend_duration_seconds`, help: 'Backend HTTP round trip, request sent to body read', buckets: LATENCY_BUCKETS, registers,
+    });
+    this.backendUp = new client.Gauge({ name: `${prefix}backend_up`, help: '1 while the backend answers, 0 after a run of failed queries (see /health)', registers });
+    this.backendUp.set(1);
     this.subtypes = new Map(); // subtype label -> Map(outcome -> counter child)
     this.known = new Set(); // configured routes' subtypes: never folded into (other)
     this.maxOtherSubtypes = 50;

@@ -28,13 +28,23 @@ function queryJson(q) {
 }
 
 /**
- * A URL path segment from router data. encodeURIComponent leaves no '/', '?', '#', '%' or CR/LF
- * through; '.' and '..' alone are escaped too, or URL normalisation would climb the path.
+ * A placeholder value that would change the URL's shape: empty (the segment vanishes), "." or ".."
+ * (URL normalisation, in the WHATWG parser axios uses, resolves even their escaped forms %2E and
+ * %2E%2E, climbing the path). The query fails with E_AG_HOST_ERROR2 instead of reaching the backend.
  */
-function encodeSegment(value) {
-  const s = encodeURIComponent(value);
-  if (s === '.' || s === '..') return s.replace(/\./g, '%2E');
-  return s;
+class PlaceholderError extends Error {
+  constructor(key, value) {
+    super(`${key} is ${value === '' ? 'empty' : `'${value}'`}, which cannot be a URL path segment`);
+    this.name = 'PlaceholderError';
+    this.code = 'ERR_GED145_PLACEHOLDER';
+    this.key = key;
+  }
+}
+
+/** A URL path segment from router data: no '/', '?', '#', '%' or CR/LF gets through encodeURIComponent. */
+function encodeSegment(key, value) {
+  if (value === '' || value === '.' || value === '..') throw new PlaceholderError(key, value);
+  return encodeURIComponent(value);
 }
 
 /** Reads a placeholder's value out of a query: clid, vars.1, ecc.user.acct, routerCallKey, ... */
@@ -69,12 +79,13 @@ function parseTemplate(template) {
   return { origin, parts: rest === '' ? ['/'] : parts, hasPlaceholders: parts.length > 1, path: pathPart };
 }
 
+/** The template's path with every placeholder filled; throws PlaceholderError for an unusable value. */
 function fillTemplate(tpl, q) {
   const { parts } = tpl;
   let out = parts[0];
   for (let i = 1; i < parts.length; i += 2) {
     const v = queryValue(q, parts[i]);
-    out += (v === undefined || v === null ? '' : encodeSegment(String(v))) + parts[i + 1];
+    out += encodeSegment(parts[i], v === undefined || v === null ? '' : String(v)) + parts[i + 1];
   }
   return out;
 }
@@ -119,8 +130,44 @@ function mapResponse(mapping, json) {
   return answer;
 }
 
+const HTTP_ROUTE_KEYS = new Set(['method', 'url', 'headers', 'timeoutMs', 'response', 'errorPath', 'body']);
+const MODULE_ROUTE_KEYS = new Set(['module']); // a module gets the query's deadline as an AbortSignal
+
+/** The closest of `names` to a misspelt key, if it is close enough to be what was meant. */
+function closest(word, names) {
+  let best = null;
+  let bestDistance = Infinity;
+  for (const n of names) {
+    const d = editDistance(word.toLowerCase(), n.toLowerCase());
+    if (d < bestDistance) {
+      best = n;
+      bestDistance = d;
+    }
+  }
+  return bestDistance <= Math.max(1, Math.floor(word.length / 3)) ? best : null;
+}
+
+function editDistance(a, b) {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length];
+}
+
 function compileRoute(route, { baseDir, deadlineMs }) {
-  if (route === null || typeof route !== 'object') throw new Error('must be an object');
+  if (route === null || typeof route !== 'object' || Array.isArray(route)) throw new Error('must be an object');
+  const allowed = route.module !== undefined ? MODULE_ROUTE_KEYS : HTTP_ROUTE_KEYS;
+  for (const key of Object.keys(route)) {
+    if (allowed.has(key)) continue;
+    const guess = closest(key, allowed);
+    throw new Error(`unknown key '${key}'${guess ? ` (did you mean '${guess}'?)` : ''}`);
+  }
+  // A route may answer sooner than the query deadline, never later.
+  const timeoutMs = route.timeoutMs === undefined ? deadlineMs : route.timeoutMs;
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new Error('timeoutMs must be a positive integer');
   if (route.module !== undefined) {
     if (typeof route.module !== 'string') throw new Error('module must be a path');
     const file = path.resolve(baseDir, route.module);
@@ -128,19 +175,20 @@ function compileRoute(route, { baseDir, deadlineMs }) {
     try {
       handler = require(file); // eslint-disable-line global-require, import/no-dynamic-require
     } catch (err) {
-      throw new Error(`cannot load module ${file}: ${err.message}`);
+      // One line: Node's MODULE_NOT_FOUND message goes on with a "Require stack:" list.
+      throw new Error(`cannot load module ${file}: ${String(err.message).split('\n')[0]}`);
     }
     if (typeof handler !== 'function' && typeof (handler && handler.handle) !== 'function') {
       throw new Error(`module ${file} must export a function (query, {signal}) or {handle}`);
     }
-    return { kind: 'module', handle: typeof handler === 'function' ? handler : handler.handle.bind(handler), file };
+    return {
+      kind: 'module', handle: typeof handler === 'function' ? handler : handler.handle.bind(handler), file,
+    };
   }
   const method = (route.method || 'GET').toUpperCase();
   if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) throw new Error(`method ${route.method} is not supported`);
   if (typeof route.url !== 'string') throw new Error('url is required');
   const template = parseTemplate(route.url);
-  const timeoutMs = route.timeoutMs === undefined ? deadlineMs : route.timeoutMs;
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new Error('timeoutMs must be a positive integer');
   const mapping = Object.entries(route.response || {});
   for (const [target, source] of mapping) {
     if (!TARGETS.test(target)) throw new Error(`response target '${target}' must be vars.1..vars.10, ecc.NAME, ced or cdpd`);
@@ -151,7 +199,7 @@ function compileRoute(route, { baseDir, deadlineMs }) {
     method,
     template,
     headers: resolveHeaders(route.headers),
-    timeoutMs,
+    timeoutMs: Math.min(timeoutMs, deadlineMs),
     mapping: mapping.length > 0 ? mapping : null,
     errorPath: route.errorPath || 'error',
     sendBody: route.body === 'query' || (route.body === undefined && method !== 'GET' && method !== 'DELETE'),
@@ -159,5 +207,5 @@ function compileRoute(route, { baseDir, deadlineMs }) {
 }
 
 module.exports = {
-  queryJson, encodeSegment, parseTemplate, fillTemplate, resolveHeaders, jsonPath, mapResponse, compileRoute,
+  PlaceholderError, closest, queryJson, encodeSegment, parseTemplate, fillTemplate, resolveHeaders, jsonPath, mapResponse, compileRoute,
 };

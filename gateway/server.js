@@ -21,12 +21,12 @@ class Gateway {
     this.config = config;
     this.log = log || createLogger({ component: 'gateway', ...config.log });
     this.metrics = metrics || new Metrics();
-    this.metrics.configureSubtypes(Object.keys(config.compiledRoutes), config.limits.maxSubtypeLabels);
-    this.backend = new Backend(config);
+    this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
+    this.backend = new Backend(config, { log: this.log, metrics: this.metrics });
     this.sessions = new Set();
     this.openCount = 0;
     this.draining = false;
-    this.allowlist = config.allowlist.length > 0 ? new Set(config.allowlist.flatMap(addressForms)) : null;
+    this.allowlist = config.allowlistFilter || null; // null = any address (see allowlist.js)
     this.server = createListener(config, this);
     this.server.maxConnections = config.limits.maxConnections;
     this.server.on('drop', () => this.metrics.connectionsRefused.inc({ reason: 'max_connections' }));
@@ -48,6 +48,9 @@ class Gateway {
         this.log.info(`listening for ICM routers on ${host}:${this.port}${this.tls ? ' (TLS)' : ''}`, {
           backend: this.config.backend.url, engine: this.config.backend.engine, deadlineMs: this.config.deadlineMs, desKey: this.config.desKey ? 'configured' : 'none',
         });
+        if (this.allowlist === null && (host === '0.0.0.0' || host === '::')) {
+          this.log.warn(`listening on every address (${host}) with an empty allowlist: any host that reaches port ${this.port} can open sessions; set allowlist to the routers' addresses (README, "Before production")`);
+        }
         resolve(this.port);
       });
     });
@@ -55,7 +58,7 @@ class Gateway {
 
   /** The first look at a TCP connection (before any TLS handshake): the allowlist. */
   admitConnection(socket) {
-    if (this.allowlist === null || this.allowlist.has(socket.remoteAddress)) return true;
+    if (this.allowlist === null || this.allowlist.allows(socket.remoteAddress)) return true;
     // Closed before a single byte is read (and not logged again as a failed TLS handshake).
     socket.refused = true;
     this.metrics.connectionsRefused.inc({ reason: 'allowlist' });
@@ -205,11 +208,6 @@ function createListener(config, gateway) {
     gateway.log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer: socket && `${socket.remoteAddress}:${socket.remotePort}` });
   });
   return server;
-}
-
-/** 127.0.0.1 also arrives as ::ffff:127.0.0.1 on a dual-stack listener. */
-function addressForms(a) {
-  return net.isIPv4(a) ? [a, `::ffff:${a}`] : [a];
 }
 
 module.exports = { Gateway };

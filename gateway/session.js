@@ -10,7 +10,8 @@
 // What a Session needs from its gateway (server.js, or a test double):
 //   config            the validated config (limits, deadlineMs, versions, duplicates, des, log)
 //   log, metrics      a winston logger and a Metrics
-//   backend           .call(query, signal) -> Promise<outcome> (backend.js); never rejects in practice
+//   backend           .call(query, signal) -> Promise<outcome> (backend.js); never rejects in practice;
+//                     .onDeadline() (optional) is told when a query's deadline fires first
 //   draining          true while shutting down: new queries get E_AG_HOST_OFFLINE
 //   admitSession(s)   at OPEN_REQ: null, or the reason the session may not open
 //   releaseSession(s) an admitted session ends (CLOSE_REQ or disconnect)
@@ -364,6 +365,7 @@ class Session {
   expire(p) {
     if (!this.inflight.settle(p)) return;
     p.controller.abort(); // a late backend answer is dropped
+    if (this.backend.onDeadline) this.backend.onDeadline();
     this.finishQuery(p, p.query, 'deadline',
       this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${this.deadlineMs} ms`));
   }

@@ -24,7 +24,7 @@ async function warmUp(config, { queries = 2000, concurrency = 32 } = {}) {
   });
   // exclusive: in a cluster worker this private server must not go through the primary.
   await new Promise((r) => server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, r));
-  const backend = new Backend({ ...config, compiledRoutes: {}, backend: { ...config.backend, url: `http://127.0.0.1:${server.address().port}` } });
+  const backend = new Backend({ ...config, compiledRoutes: new Map(), backend: { ...config.backend, url: `http://127.0.0.1:${server.address().port}` } });
   const metrics = new Metrics({ collectDefault: false });
   const started = performance.now();
   let next = 0;

@@ -1,0 +1,94 @@
+'use strict';
+
+// Whether the backend is answering, as the queries see it. A run of FAIL_AFTER host errors in a
+// row (5xx, unreachable, reset, bad JSON, deadline) makes it `failing`; the first answer (2xx or
+// 4xx) makes it `reachable` again. Each change is logged, at most one line per LOG_EVERY_MS (a
+// flapping backend cannot flood the log: the next line says how many changes it folded in),
+// counted in ged145_backend_up, and shown on /health.
+
+const FAIL_AFTER = 5;
+const LOG_EVERY_MS = 10_000;
+
+class BackendHealth {
+  constructor({ log, metrics, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS } = {}) {
+    this.log = log;
+    this.metrics = metrics;
+    this.failAfter = failAfter;
+    this.logEveryMs = logEveryMs;
+    this.state = 'reachable';
+    this.since = Date.now();
+    this.consecutiveFailures = 0;
+    this.failuresInState = 0; // failed queries since the state last changed
+    this.lastError = null;
+    this.loggedAt = 0;
+    this.loggedState = 'reachable';
+    this.unlogged = 0; // changes folded into the next line
+    this.logTimer = null;
+  }
+
+  success() {
+    this.consecutiveFailures = 0;
+    if (this.state === 'failing') this.change('reachable');
+  }
+
+  failure(reason) {
+    this.consecutiveFailures++;
+    this.failuresInState++;
+    this.lastError = reason;
+    if (this.state === 'reachable' && this.consecutiveFailures >= this.failAfter) this.change('failing');
+  }
+
+  change(to) {
+    const from = this.state;
+    const failed = this.failuresInState;
+    const lasted = Date.now() - this.since;
+    this.state = to;
+    this.since = Date.now();
+    this.failuresInState = 0;
+    if (this.metrics) this.metrics.backendUp.set(to === 'reachable' ? 1 : 0);
+    if (Date.now() - this.loggedAt >= this.logEveryMs) this.write({ from, failed, lasted });
+    else {
+      this.unlogged++;
+      if (this.logTimer === null) {
+        this.logTimer = setTimeout(() => this.flush(), this.logEveryMs - (Date.now() - this.loggedAt));
+        this.logTimer.unref();
+      }
+    }
+  }
+
+  /** After a quiet spell: log where the backend ended up, if the last line said otherwise. */
+  flush() {
+    this.logTimer = null;
+    if (this.state !== this.loggedState) this.write({});
+    else this.unlogged = 0;
+  }
+
+  write({ from, failed, lasted }) {
+    if (!this.log) return;
+    const folded = this.unlogged > 0 ? { changesNotLogged: this.unlogged } : {};
+    if (this.state === 'failing') {
+      this.log.warn(`backend failing: ${this.consecutiveFailures} queries in a row got no answer (last: ${this.lastError}); they are answered E_AG_HOST_ERROR1`, {
+        consecutiveFailures: this.consecutiveFailures, lastError: this.lastError, ...folded,
+      });
+    } else {
+      const after = from === 'failing' ? { failedQueries: failed, failingForMs: lasted } : {};
+      this.log.warn('backend reachable again', { ...after, ...folded });
+    }
+    this.loggedAt = Date.now();
+    this.loggedState = this.state;
+    this.unlogged = 0;
+  }
+
+  toJSON() {
+    return {
+      state: this.state, since: new Date(this.since).toISOString(), consecutiveFailures: this.consecutiveFailures, lastError: this.lastError,
+    };
+  }
+
+  close() {
+    if (this.logTimer !== null) clearTimeout(this.logTimer);
+    this.logTimer = null;
+  }
+}
+
+module.exports = { BackendHealth, FAIL_AFTER };
