@@ -16,6 +16,11 @@ const BENCHES = [
 ];
 
 const only = process.argv.slice(2);
+const unknown = only.filter((name) => !BENCHES.some(([n]) => n === name));
+if (unknown.length > 0) {
+  process.stderr.write(`bench: no benchmark named ${unknown.join(', ')}; the benchmarks are:\n${BENCHES.map(([n, , what]) => `  ${n.padEnd(11)} ${what}`).join('\n')}\n`);
+  process.exit(2);
+}
 let failed = 0;
 for (const [name, file, what] of BENCHES) {
   if (only.length && !only.includes(name)) continue;

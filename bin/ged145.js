@@ -6,6 +6,7 @@
 // node:util parseArgs (strict), so a bad flag prints usage and exits 2 everywhere alike.
 
 const { parseArgs } = require('node:util');
+const { closest } = require('../lib/closest');
 
 const COMMANDS = {
   gateway: '../gateway/cli',
@@ -19,9 +20,23 @@ function mainUsage() {
   return `usage: ged145 <command> [options]\n\ncommands:\n${lines.join('\n')}\n\n'ged145 <command> --help' shows a command's options.\n`;
 }
 
-function fail(message, usage) {
-  process.stderr.write(`ged145: ${message}\n\n${usage}`);
+/** A usage error: one line, a pointer to the help, exit 2 (the whole help only with --help). */
+function fail(message, helpCommand) {
+  process.stderr.write(`ged145: ${message}\nRun '${helpCommand} --help' for the options.\n`);
   process.exit(2);
+}
+
+/** parseArgs' message made one line, with the closest option for a misspelt one. */
+function usageMessage(err, options) {
+  const first = String(err.message).split('\n')[0];
+  const unknown = /^Unknown option '(--?[^']+)'/.exec(first);
+  if (unknown) {
+    const guess = closest(unknown[1].replace(/^-+/, ''), Object.keys(options));
+    return `unknown option ${unknown[1]}${guess ? ` (did you mean --${guess}?)` : ''}`;
+  }
+  const ambiguous = /^Option '(--[^' ]+)[^']*' argument is ambiguous/.exec(first);
+  if (ambiguous) return `${ambiguous[1]} needs a value; a value starting with '-' is written ${ambiguous[1]}=VALUE`;
+  return first;
 }
 
 async function main(argv) {
@@ -30,18 +45,26 @@ async function main(argv) {
     process.stdout.write(mainUsage());
     return;
   }
-  if (!Object.hasOwn(COMMANDS, name)) fail(`unknown command '${name}'`, mainUsage());
+  if (name === '--version' || name === '-v' || name === 'version') {
+    process.stdout.write(`${require('../package.json').version}\n`);
+    return;
+  }
+  if (!Object.hasOwn(COMMANDS, name)) {
+    const guess = closest(name, Object.keys(COMMANDS));
+    fail(`unknown command '${name}'${guess ? ` (did you mean '${guess}'?)` : `; commands: ${Object.keys(COMMANDS).join(', ')}`}`, 'ged145');
+  }
   const command = require(COMMANDS[name]);
+  const options = { ...command.options, help: { type: 'boolean', short: 'h' } };
   let parsed;
   try {
     parsed = parseArgs({
       args: rest,
-      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      options,
       allowPositionals: Boolean(command.positionals),
       strict: true,
     });
   } catch (err) {
-    fail(err.message, command.usage);
+    fail(usageMessage(err, options), `ged145 ${name}`);
   }
   if (parsed.values.help) {
     process.stdout.write(command.usage);
@@ -50,7 +73,7 @@ async function main(argv) {
   try {
     await command.main(parsed.values, parsed.positionals);
   } catch (err) {
-    if (err && err.usage) fail(err.message, command.usage);
+    if (err && err.usage) fail(err.message, `ged145 ${name}`);
     // Expected operator errors (bad config, port in use) carry `expected`: one line, no stack.
     process.stderr.write(`ged145 ${name}: ${err && err.expected ? err.message : (err && err.stack) || err}\n`);
     process.exit(1);

@@ -4,6 +4,7 @@
 // Validated once at start; an error names the bad key (e.g. "limits.maxInFlight must be ...").
 
 const fs = require('node:fs');
+const net = require('node:net');
 const path = require('node:path');
 const { DEFAULT_MAX_MESSAGE_LENGTH, des } = require('../lib/protocol');
 const { OperatorError } = require('../lib/cli-errors');
@@ -126,6 +127,7 @@ const LIMIT_RANGES = Object.freeze({
 
 function validate(c, baseDir, env) {
   check(typeof c.host === 'string' && c.host.length > 0, 'host', 'must be an address');
+  check(!/^[\d.]+$/.test(c.host) || net.isIPv4(c.host), 'host', `'${c.host}' is not a valid IPv4 address`);
   check(intIn(c.port, 0, 65535), 'port', 'must be a port number 0..65535');
   check(Array.isArray(c.versions) && c.versions.length > 0 && c.versions.every((v) => intIn(v, 0, 0xffffffff)), 'versions', 'must be a non-empty list of version numbers');
   check(intIn(c.deadlineMs, 1, 60_000), 'deadlineMs', 'must be an integer of milliseconds from 1 to 60000');

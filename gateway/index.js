@@ -54,6 +54,8 @@ async function startGateway(config, { log } = {}) {
 function listenError(err, host, port) {
   if (err.code === 'EADDRINUSE') return new OperatorError(`port ${port} on ${host} is already in use`);
   if (err.code === 'EACCES') return new OperatorError(`not allowed to listen on ${host}:${port}`);
+  if (err.code === 'EADDRNOTAVAIL') return new OperatorError(`cannot listen on ${host}:${port}: ${host} is not an address of this machine`);
+  if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return new OperatorError(`cannot listen on ${host}:${port}: no such host name`);
   return err;
 }
 

@@ -5,6 +5,7 @@
 // URL template, headers, response mapping) or onto a JS module the user names.
 
 const path = require('node:path');
+const { closest } = require('../lib/closest');
 
 /** The query as the backend sees it in the default contract (absent tags omitted). */
 function queryJson(q) {
@@ -133,30 +134,6 @@ function mapResponse(mapping, json) {
 const HTTP_ROUTE_KEYS = new Set(['method', 'url', 'headers', 'timeoutMs', 'response', 'errorPath', 'body']);
 const MODULE_ROUTE_KEYS = new Set(['module']); // a module gets the query's deadline as an AbortSignal
 
-/** The closest of `names` to a misspelt key, if it is close enough to be what was meant. */
-function closest(word, names) {
-  let best = null;
-  let bestDistance = Infinity;
-  for (const n of names) {
-    const d = editDistance(word.toLowerCase(), n.toLowerCase());
-    if (d < bestDistance) {
-      best = n;
-      bestDistance = d;
-    }
-  }
-  return bestDistance <= Math.max(1, Math.floor(word.length / 3)) ? best : null;
-}
-
-function editDistance(a, b) {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
-  }
-  return prev[b.length];
-}
-
 function compileRoute(route, { baseDir, deadlineMs }) {
   if (route === null || typeof route !== 'object' || Array.isArray(route)) throw new Error('must be an object');
   const allowed = route.module !== undefined ? MODULE_ROUTE_KEYS : HTTP_ROUTE_KEYS;
@@ -207,5 +184,5 @@ function compileRoute(route, { baseDir, deadlineMs }) {
 }
 
 module.exports = {
-  PlaceholderError, closest, queryJson, encodeSegment, parseTemplate, fillTemplate, resolveHeaders, jsonPath, mapResponse, compileRoute,
+  PlaceholderError, queryJson, encodeSegment, parseTemplate, fillTemplate, resolveHeaders, jsonPath, mapResponse, compileRoute,
 };

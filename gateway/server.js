@@ -194,12 +194,28 @@ function createListener(config, gateway) {
       throw new OperatorError(`config: tls.${what}: cannot read ${file}: ${err.code || err.message}`);
     }
   };
-  const server = tls.createServer({
-    cert: read(cert, 'cert'), key: read(key, 'key'), ca: ca ? read(ca, 'ca') : undefined, requestCert: Boolean(ca), rejectUnauthorized: Boolean(ca), noDelay: true,
-    allowHalfOpen: true,
-    // A half-sent ClientHello may hold a connection no longer than a missing OPEN_REQ would.
-    handshakeTimeout: config.limits.openTimeoutMs,
-  }, (socket) => gateway.onConnection(socket));
+  const pem = { cert: read(cert, 'cert'), key: read(key, 'key'), ca: ca ? read(ca, 'ca') : undefined };
+  for (const what of ['cert', 'key', 'ca']) {
+    if (pem[what] !== undefined && !pem[what].includes('-----BEGIN ')) {
+      throw new OperatorError(`config: tls.${what}: ${config.tls[what]} is not a PEM file (no -----BEGIN line)`);
+    }
+  }
+  let server;
+  try {
+    server = tls.createServer({
+      ...pem,
+      requestCert: Boolean(ca),
+      rejectUnauthorized: Boolean(ca),
+      noDelay: true,
+      allowHalfOpen: true,
+      // A half-sent ClientHello may hold a connection no longer than a missing OPEN_REQ would.
+      handshakeTimeout: config.limits.openTimeoutMs,
+    }, (socket) => gateway.onConnection(socket));
+  } catch (err) {
+    // OpenSSL's words for a key that does not match the certificate, or PEM it cannot parse.
+    const why = /key values mismatch/i.test(err.message) ? 'the key does not match the certificate' : String(err.message).replace(/^error:[0-9A-F]+:/, '');
+    throw new OperatorError(`config: tls: ${cert} and ${key} cannot be used: ${why}`);
+  }
   server.on('connection', (socket) => gateway.admitConnection(socket));
   server.on('tlsClientError', (err, socket) => {
     if (socket) socket.destroy(); // with a listener here, Node leaves a failed handshake's socket open

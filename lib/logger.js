@@ -3,15 +3,47 @@
 // winston loggers for every component: readable lines on the console, and (for the gateway) JSON
 // lines in a size-rotated file. Expected conditions are logged as one line, never a stack.
 
+const fs = require('node:fs');
+const path = require('node:path');
 const winston = require('winston');
+const { OperatorError } = require('./cli-errors');
+
+// Text that came off the wire (CONFIG, a subtype, an error from the backend) may hold newlines or
+// terminal escapes: on the console they would forge log lines or colour the terminal. Every
+// control character is shown escaped instead (the JSON file escapes them by itself).
+const CONTROL = /[\x00-\x1f\x7f]/g;
+const NAMED = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+function escapeControl(text) {
+  return text.replace(CONTROL, (c) => NAMED[c] || `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
 
 const consoleFormat = winston.format.printf(({ level, message, timestamp, component, ...meta }) => {
   const extra = Object.entries(meta)
-    .filter(([k]) => typeof k === 'string')
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .filter(([k, v]) => typeof k === 'string' && v !== undefined)
+    .map(([k, v]) => `${k}=${escapeControl(typeof v === 'string' ? v : JSON.stringify(v))}`)
     .join(' ');
-  return `${timestamp} ${level.padEnd(5)} ${component ? `[${component}] ` : ''}${message}${extra ? ` ${extra}` : ''}`;
+  return `${timestamp} ${level.padEnd(5)} ${component ? `[${component}] ` : ''}${escapeControl(String(message))}${extra ? ` ${extra}` : ''}`;
 });
+
+/**
+ * The log file must be writable before the first line: winston would otherwise hang or fail
+ * silently on a missing directory, a read-only file or a path under /proc.
+ */
+function checkLogFile(file) {
+  let fd;
+  try {
+    const stat = fs.statSync(file, { throwIfNoEntry: false });
+    if (stat && !stat.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
+    fd = fs.openSync(file, 'a');
+  } catch (err) {
+    const dir = path.dirname(path.resolve(file));
+    const hint = err.code === 'ENOENT' && !fs.existsSync(dir) ? ` (directory ${dir} does not exist)` : '';
+    throw new OperatorError(`log file ${file} cannot be opened for writing: ${err.code || err.message}${hint}`);
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
 
 /**
  * createLogger({component, level, console, file, maxSize, maxFiles}).
@@ -28,6 +60,7 @@ function createLogger({
     }));
   }
   if (file) {
+    checkLogFile(file);
     transports.push(new winston.transports.File({
       filename: file,
       maxsize: maxSize,
@@ -40,4 +73,4 @@ function createLogger({
   return winston.createLogger({ level, defaultMeta: component ? { component } : undefined, transports });
 }
 
-module.exports = { createLogger };
+module.exports = { createLogger, escapeControl, checkLogFile };

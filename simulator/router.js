@@ -13,6 +13,7 @@ const { QueryMix } = require('./workload');
 const { REJECT_KINDS, FATAL_KINDS } = require('./injector');
 const { prng } = require('../rest-sim/customers');
 const { PcapWriter } = require('./pcap');
+const { OperatorError } = require('../lib/cli-errors');
 
 class Router extends EventEmitter {
   /**
@@ -54,16 +55,40 @@ class Router extends EventEmitter {
     this.cancelled = false;
   }
 
+  /**
+   * Opens every side. Rejects with an OperatorError as soon as every side has failed once
+   * (refused, closed by the host, ...) with the reasons, or after waitOpenMs.
+   */
   async start({ waitOpenMs = 5000 } = {}) {
-    const opened = Promise.all(this.connections.map((c) => new Promise((resolve) => {
-      if (c.isOpen) resolve();
-      else c.once('open', resolve);
-    })));
-    for (const c of this.connections) c.start();
+    const failures = new Map(); // side -> why its first attempt ended without a session
     let timer;
-    const ok = await Promise.race([opened.then(() => true), new Promise((r) => { timer = setTimeout(() => r(false), waitOpenMs); })]);
+    let onDown;
+    const outcome = new Promise((resolve) => {
+      let opened = 0;
+      const check = () => {
+        if (opened === this.connections.length) resolve(null);
+        else if (failures.size === this.connections.length) resolve('failed');
+      };
+      onDown = (c) => (reason) => {
+        if (!c.isOpen && !failures.has(c.side)) failures.set(c.side, reason);
+        check();
+      };
+      for (const c of this.connections) {
+        if (c.isOpen) opened++;
+        else c.once('open', () => { opened++; failures.delete(c.side); check(); });
+        c.on('down', (c.startDown = onDown(c)));
+      }
+      timer = setTimeout(() => resolve('timeout'), waitOpenMs);
+      check();
+    });
+    for (const c of this.connections) c.start();
+    const result = await outcome;
     clearTimeout(timer);
-    if (!ok) throw new Error(`no session opened within ${waitOpenMs} ms (${this.connections.map((c) => `${c.side}: ${c.state}`).join(', ')})`);
+    for (const c of this.connections) c.off('down', c.startDown);
+    if (result === null) return;
+    const why = this.connections.map((c) => `${c.side} ${c.host}:${c.port}: ${failures.get(c.side) || `no OPEN_CONF yet (${c.state})`}`).join('; ');
+    await Promise.all(this.connections.map((c) => c.stop(0))); // no retry timer may outlive the failure
+    throw new OperatorError(result === 'failed' ? `no session opened: ${why}` : `no session opened within ${waitOpenMs} ms: ${why}`);
   }
 
   openConnections() {

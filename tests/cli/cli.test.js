@@ -2,20 +2,89 @@
 
 // The one CLI as users run it: real child processes on 127.0.0.1.
 
+const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
 const { spawnCli, runCli } = require('../helpers/spawn');
 const { Router } = require('../../simulator/router');
 const { WireClient } = require('../helpers/wire');
 const { STATUS } = require('../../lib/protocol');
+const { makeCerts } = require('../helpers/certs');
 
 describe('ged145 CLI', () => {
-  it('prints usage and exits 2 for an unknown command or a bad flag', async () => {
-    for (const args of [['nope'], ['gateway', '--bogus'], ['router', '--rate', 'fast'], ['rest-sim', '--error-rate', 'x'], ['router', '--sides', 'C']]) {
+  it('a usage error is one line and a pointer to --help, exit 2', async () => {
+    for (const args of [['nope'], ['gateway', '--bogus'], ['router', '--rate', 'fast'], ['rest-sim', '--error-rate', 'x'], ['router', '--sides', 'C'], ['router', '--rate', '-5'], ['router', '--rate=-5'], ['gateway', '--port']]) {
       const r = await runCli(args);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.err}`);
-      assert.match(r.err, /usage: ged145/, args.join(' '));
+      const lines = r.err.trimEnd().split('\n');
+      assert.equal(lines.length, 2, r.err);
+      assert.match(lines[1], /^Run 'ged145( \S+)? --help' for the options\.$/);
+      assert.ok(!/usage: ged145/.test(r.err), 'not the whole help');
       assert.ok(!/\n\s+at /.test(r.err), `no stack trace: ${r.err}`);
     }
+  });
+
+  it('suggests the closest option or command', async () => {
+    assert.match((await runCli(['gateway', '--prot', '5'])).err, /unknown option --prot \(did you mean --port\?\)/);
+    assert.match((await runCli(['router', '--rat', '5'])).err, /did you mean --rate\?/);
+    assert.match((await runCli(['gatway'])).err, /did you mean 'gateway'\?/);
+  });
+
+  it('--version prints the version', async () => {
+    const r = await runCli(['--version']);
+    assert.equal(r.code, 0);
+    assert.equal(r.out.trim(), require('../../package.json').version);
+  });
+
+  describe('expected operator errors: one line, exit 1, no stack', () => {
+    let certs;
+    let dir;
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    before(() => {
+      certs = makeCerts();
+      dir = tmpDir('ged145-cli-');
+      fs.writeFileSync(path.join(dir, 'junk.pem'), 'not a certificate\n');
+      fs.writeFileSync(path.join(dir, 'missing-module.json'), JSON.stringify({ routes: { x: { module: './no-such-handler.js' } } }));
+      fs.writeFileSync(path.join(dir, 'typo.json'), JSON.stringify({ routes: { x: { url: 'http://127.0.0.1:1/x', metod: 'GET' } } }));
+    });
+    after(() => {
+      certs.cleanup();
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+    const gw = ['gateway', '--backend', 'http://127.0.0.1:1', '--port', '0', '--admin-port', '0', '--host', '127.0.0.1'];
+    const cases = () => [
+      ['a certificate that is not PEM', [...gw, '--tls-cert', path.join(dir, 'junk.pem'), '--tls-key', certs.serverKey], /tls\.cert: .* is not a PEM file/],
+      ['a key that does not match the certificate', [...gw, '--tls-cert', certs.serverCert, '--tls-key', certs.clientKey], /the key does not match the certificate/],
+      ['a CA that is not PEM', [...gw, '--tls-cert', certs.serverCert, '--tls-key', certs.serverKey, '--tls-ca', path.join(dir, 'junk.pem')], /tls\.ca: .* is not a PEM file/],
+      ['--host 999.1.1.1', ['gateway', '--backend', 'http://127.0.0.1:1', '--port', '0', '--admin-port', '0', '--host', '999.1.1.1'], /host '999\.1\.1\.1' is not a valid IPv4 address/],
+      ['a missing route module', [...gw, '--config', path.join(dir, 'missing-module.json')], /routes\.x: cannot load module .*no-such-handler\.js: Cannot find module/],
+      ['a misspelt route key', [...gw, '--config', path.join(dir, 'typo.json')], /routes\.x: unknown key 'metod' \(did you mean 'method'\?\)/],
+      ['a log file in a missing directory', [...gw, '--log-file', path.join(dir, 'nope', 'gw.log')], /log file .* cannot be opened for writing: ENOENT \(directory .* does not exist\)/],
+      ['a log file under /proc', [...gw, '--log-file', '/proc/ged145-test.log'], /log file \/proc\/ged145-test\.log cannot be opened for writing/],
+      ['run against a port where nothing listens', ['run', 'speed', '--target', '127.0.0.1:1'], /no session opened: A 127\.0\.0\.1:1: connect failed: ECONNREFUSED/],
+      ['GED145_PORT=abc', ['gateway', '--backend', 'http://127.0.0.1:1'], /GED145_PORT=abc: must be a number/, { GED145_PORT: 'abc' }],
+      ['GED145_REDACT=maybe', [...gw], /GED145_REDACT=maybe: must be 1\/0, true\/false, yes\/no or on\/off/, { GED145_REDACT: 'maybe' }],
+      ['a deadline at the router\'s RequestTimeout', [...gw, '--deadline', '300'], /deadlineMs \(300\) must be below the router's RequestTimeout/],
+    ];
+    it('each is refused with one line naming the cause', async () => {
+      for (const [what, args, re, env] of cases()) {
+        const r = await runCli(args, { env: env || {} });
+        assert.equal(r.code, 1, `${what}: exit ${r.code}\n${r.err}`);
+        const lines = r.err.split('\n').filter((l) => l && !/warmed up|^running /.test(l));
+        assert.equal(lines.length, 1, `${what}: ${r.err}`);
+        assert.match(lines[0], re, what);
+        assert.ok(!/\n\s+at /.test(r.err), `${what}: no stack trace`);
+      }
+      assert.ok(!fs.existsSync('/proc/ged145-test.log'));
+    });
+  });
+
+  it('bench/index.js with an unknown benchmark exits non-zero and lists them', async () => {
+    const r = await runCli([], { cmdArgs: [require('node:path').join(__dirname, '..', '..', 'bench', 'index.js'), 'nonsense'] });
+    assert.equal(r.code, 2);
+    assert.match(r.err, /no benchmark named nonsense/);
+    for (const b of ['codec', 'bare', 'http', 'open-loop', 'workers', 'cold-start']) assert.match(r.err, new RegExp(`\\b${b}\\b`));
   });
 
   it('--help lists the commands and exits 0', async () => {
@@ -35,9 +104,10 @@ describe('ged145 CLI', () => {
     const fs = require('node:fs');
     const os = require('node:os');
     const path = require('node:path');
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-')), 'bad.json');
+    const file = path.join(tmpDir(), 'bad.json');
     fs.writeFileSync(file, JSON.stringify({ limits: { maxInFlight: -1 } }));
     const r = await runCli(['gateway', '--config', file, '--backend', 'http://127.0.0.1:1']);
+    fs.rmSync(path.dirname(file), { recursive: true, force: true });
     assert.equal(r.code, 1);
     assert.match(r.err, /limits\.maxInFlight must be an integer from 1 to 100000/);
   });

@@ -3,6 +3,7 @@
 // Per-subtype routes: URL templates filled from the query (always URL-encoded, never able to
 // change the path, add a header or reach another host), response mappings, handler modules.
 
+const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const fc = require('fast-check');
@@ -166,7 +167,7 @@ describe('gateway config', () => {
   it('layers defaults <- file <- environment <- flags', () => {
     const fs = require('node:fs');
     const os = require('node:os');
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-')), 'c.json');
+    const file = path.join(tmpDir(), 'c.json');
     fs.writeFileSync(file, JSON.stringify({ port: 6000, deadlineMs: 200, backend: { url: 'http://file:1' }, limits: { maxSessions: 8 } }));
     const c = loadConfig({ file, env: { GED145_DEADLINE_MS: '220', GED145_BACKEND_URL: 'http://env:2' }, overrides: { 'backend.url': 'http://flag:3' } });
     assert.equal(c.port, 6000);

@@ -2,6 +2,7 @@
 
 // Secure transport end to end: DES-encrypted sessions and TLS, router simulator -> gateway -> REST simulator.
 
+const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -84,7 +85,7 @@ describe('DES-encrypted sessions', () => {
   it('a key in des.keyFile works as GED145_DES_KEY does; a bad key stops the start naming its source, not its value', async () => {
     const os = require('node:os');
     const { loadConfig } = require('../../gateway/config');
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-')), 'des.key');
+    const file = path.join(tmpDir(), 'des.key');
     fs.writeFileSync(file, '3132333435363738\n');
     assert.deepEqual(loadConfig({ env: {}, overrides: { 'des.keyFile': file } }).desKey, Buffer.from(KEY));
     assert.throws(() => loadConfig({ env: { GED145_DES_KEY: 'secret-ish-9' } }), (e) => /GED145_DES_KEY/.test(e.message) && !e.message.includes('secret-ish-9'));

@@ -2,13 +2,14 @@
 
 // A throwaway CA, server and client certificates made at test time with openssl (never committed).
 
+const { tmpDir } = require('./tmp');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 
 function makeCerts() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-tls-'));
+  const dir = tmpDir('ged145-tls-');
   const f = (n) => path.join(dir, n);
   const ssl = (...args) => execFileSync('openssl', args, { stdio: 'pipe' });
   ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '1', '-subj', '/CN=ged145 test CA');

@@ -4,6 +4,7 @@
 // every query sent is answered exactly once by a reply of an allowed type (or, where the router
 // itself cut the connection, lost with it), and the gateway's metrics agree.
 
+const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
 const http = require('node:http');
 const net = require('node:net');
@@ -224,7 +225,7 @@ describe('reliability: logs with redaction', function () {
   this.timeout(30_000);
 
   it('no CLID, CED, CDPD or variable value appears in any log line, console or file', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-'));
+    const dir = tmpDir();
     const file = path.join(dir, 'gw.log');
     const backend = await startTestBackend((req, res) => res.end('{"vars":{"3":"backend-secret-out"}}'));
     const gw = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backend.url, '--redact', '--log-level', 'debug', '--log-file', file]);

@@ -3,6 +3,7 @@
 // The suites end to end against a real gateway and REST simulator (child processes), the
 // process monitor with both sources, and the reports.
 
+const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -12,7 +13,7 @@ const { ProcessMonitor, hasPidstat, slope } = require('../../runner/monitor');
 const { consoleReport } = require('../../runner/report/console');
 const { runCli } = require('../helpers/spawn');
 
-const REPORTS = path.join(__dirname, '..', '..', 'reports');
+const REPORTS = tmpDir(); // the report and its screenshot, removed after the run
 
 describe('test runner', function () {
   this.timeout(120_000);
@@ -52,7 +53,7 @@ describe('test runner', function () {
   });
 
   it('writes every figure as JSON', () => {
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-')), 'run.json');
+    const file = path.join(tmpDir(), 'run.json');
     writeJson(file, run);
     const back = JSON.parse(fs.readFileSync(file, 'utf8'));
     assert.equal(back.results.length, 3);
@@ -140,7 +141,7 @@ describe('test runner', function () {
   });
 
   it('ged145 run prints the report, writes JSON and HTML, exits 0; bad usage exits 2', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-'));
+    const dir = tmpDir();
     const r = await runCli(['run', 'load', '--rate', '100', '--duration', '2', '--json', path.join(dir, 'r.json'), '--html', path.join(dir, 'r.html')]);
     assert.equal(r.code, 0, r.err);
     assert.match(r.out, /load: 100 queries\/s for 2 s/);

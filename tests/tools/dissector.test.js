@@ -4,6 +4,7 @@
 // session with the gateway: fragmented and coalesced writes and one malformed frame. Every
 // message tshark decodes must be what the simulator sent or received.
 
+const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -32,7 +33,7 @@ describe('Wireshark dissector (tshark)', function () {
     } catch {
       throw new Error('tshark is needed (apt-get install tshark; .ci/run does it)');
     }
-    pcap = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-')), 'session.pcap');
+    pcap = path.join(tmpDir(), 'session.pcap');
     const stack = await startStack();
     port = stack.port;
     const router = new Router({
