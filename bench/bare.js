@@ -17,7 +17,10 @@ async function main() {
     rows.push({ window, bare: b, gateway: g, ratio: g.rate / b.rate });
   }
   process.stdout.write(table(['heartbeats', 'bare/s', 'gateway/s', 'gateway/bare', 'bare p50 ms', 'gateway p50 ms', 'target'],
-    rows.map((r) => [r.window === 1 ? 'sequential' : `${r.window} deep`, Math.round(r.bare.rate), Math.round(r.gateway.rate), r.ratio, r.bare.p50, r.gateway.p50, r.window === 32 ? '>= 0.60' : '-'])));
+    rows.map((r) => [
+      r.window === 1 ? 'sequential' : `${r.window} deep`, Math.round(r.bare.rate), Math.round(r.gateway.rate), r.ratio, r.bare.p50, r.gateway.p50,
+      r.window === 32 ? '>= 0.60' : '-',
+    ])));
   writeResult('bare', { repeats: REPEATS, seconds: SECONDS, rows });
   await Promise.all([bare.stop(), gw.stop(), backend.stop()]);
 }

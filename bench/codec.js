@@ -3,8 +3,6 @@
 // Codec throughput on one core: heartbeats through framer + decoder, and full QUERY_REQ decode +
 // QUERY_RESP encode pairs. Prints a table (median of repeated runs) and writes bench/results/codec.json.
 
-const fs = require('node:fs');
-const path = require('node:path');
 const { MessageReader, serialize } = require('../lib/protocol');
 const { table, writeResult } = require('./report');
 
@@ -30,7 +28,9 @@ function heartbeatCase() {
   let seen = 0;
   const reader = new MessageReader({ onMessage: () => { seen++; }, onError: (e) => { throw e; } });
   return () => {
+    const before = seen;
     reader.push(chunk);
+    if (seen - before !== BATCH) throw new Error('the reader lost heartbeats');
     return BATCH;
   };
 }
@@ -54,7 +54,9 @@ function queryPairCase() {
     onError: (e) => { throw e; },
   });
   return () => {
+    const before = bytes;
     reader.push(chunk);
+    if (bytes === before) throw new Error('no QUERY_RESP was encoded');
     return BATCH;
   };
 }
@@ -84,7 +86,9 @@ function main() {
     const runs = [];
     for (let r = 0; r < REPEATS; r++) runs.push(measure(fn, 1));
     const med = median(runs);
-    rows.push({ case: name, median: Math.round(med), min: Math.round(Math.min(...runs)), max: Math.round(Math.max(...runs)), target, ratio: target ? med / target : null });
+    rows.push({
+      case: name, median: Math.round(med), min: Math.round(Math.min(...runs)), max: Math.round(Math.max(...runs)), target, ratio: target ? med / target : null,
+    });
   }
   process.stdout.write(table(['case', 'median/s', 'min/s', 'max/s', 'target/s', 'x target'],
     rows.map((r) => [r.case, r.median, r.min, r.max, r.target || '-', r.ratio ? r.ratio.toFixed(2) : '-'])));

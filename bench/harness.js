@@ -61,7 +61,9 @@ const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS || '').split(' ')
 async function startGateway(backendUrl, extra = []) {
   const i = extra.indexOf('--workers');
   const workers = i >= 0 && Number(extra[i + 1]) > 1;
-  const p = await start([...GATEWAY_NODE_ARGS, BIN, 'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra],
+  const p = await start([
+    ...GATEWAY_NODE_ARGS, BIN, 'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra,
+  ],
     workers ? /workers listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/ : /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/);
   return { ...p, port: Number(p.match[1]) };
 }

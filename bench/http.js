@@ -33,16 +33,23 @@ async function main() {
         const g = await medianRun(REPEATS, 'rate', () => runClient({ port: gw.port, kind: 'query', window: concurrency, durationMs: SECONDS * 1000 }));
         const usage = meter();
         rows.push({
-          backend: backendName, engine, concurrency, direct: d, gateway: g, ratio: g.rate / d.rate, addedP50Ms: g.p50 - d.p50, gatewayCpuPct: usage.cpuPct, gatewayRssMb: usage.rssMb,
+          backend: backendName, engine, concurrency, direct: d, gateway: g, ratio: g.rate / d.rate, addedP50Ms: g.p50 - d.p50, gatewayCpuPct: usage.cpuPct,
+          gatewayRssMb: usage.rssMb,
         });
       }
       await gw.stop();
     }
   }
   process.stdout.write(table(['backend', 'engine', 'conc', 'direct/s', 'gateway/s', 'gw/direct', 'direct p50', 'gateway p50', 'added p50 ms', 'lost', 'dup'],
-    rows.map((r) => [r.backend, r.engine, r.concurrency, Math.round(r.direct.rate), Math.round(r.gateway.rate), r.ratio, r.direct.p50, r.gateway.p50, r.addedP50Ms, r.gateway.lost, r.gateway.duplicated])));
+    rows.map((r) => [
+      r.backend, r.engine, r.concurrency, Math.round(r.direct.rate), Math.round(r.gateway.rate), r.ratio, r.direct.p50, r.gateway.p50, r.addedP50Ms,
+      r.gateway.lost, r.gateway.duplicated,
+    ])));
   const u = rows.filter((r) => r.backend === 'plain' && r.concurrency === 32);
-  if (u.length === 2) process.stdout.write(`undici/axios through the gateway at concurrency 32 (plain backend): ${(u[0].gateway.rate / u[1].gateway.rate).toFixed(2)}x\n`);
+  if (u.length === 2) {
+    const ratio = (u[0].gateway.rate / u[1].gateway.rate).toFixed(2);
+    process.stdout.write(`undici/axios through the gateway at concurrency 32 (plain backend): ${ratio}x\n`);
+  }
   writeResult('http', { repeats: REPEATS, seconds: SECONDS, rows });
   await Promise.all([plain.stop(), sim.stop()]);
 }

@@ -18,7 +18,9 @@ const BENCHES = [
 const only = process.argv.slice(2);
 const unknown = only.filter((name) => !BENCHES.some(([n]) => n === name));
 if (unknown.length > 0) {
-  process.stderr.write(`bench: no benchmark named ${unknown.join(', ')}; the benchmarks are:\n${BENCHES.map(([n, , what]) => `  ${n.padEnd(11)} ${what}`).join('\n')}\n`);
+  process.stderr.write(`bench: no benchmark named ${unknown.join(', ')}; the benchmarks are:\n${BENCHES.map(([
+    n, , what,
+  ]) => `  ${n.padEnd(11)} ${what}`).join('\n')}\n`);
   process.exit(2);
 }
 let failed = 0;

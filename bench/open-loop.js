@@ -16,7 +16,9 @@ async function main() {
   const rows = [];
   for (const rate of rates) {
     const gw = await startGateway(backend.url, (process.env.BENCH_GATEWAY_ARGS || '').split(' ').filter(Boolean));
-    const router = new Router({ targets: [{ host: '127.0.0.1', port: gw.port }], seed: 1, templates: [{ subtype: 'customer.lookup', clid: '555{rand:1000000-1009999}', dn: '8005551000' }] });
+    const router = new Router({ targets: [{
+      host: '127.0.0.1', port: gw.port,
+    }], seed: 1, templates: [{ subtype: 'customer.lookup', clid: '555{rand:1000000-1009999}', dn: '8005551000' }] });
     await router.start();
     // 2 s at the same rate first, unmeasured: the backend's keep-alive pool fills and the JIT
     // settles (the gateway's own warm-up already ran before it listened).
@@ -29,7 +31,8 @@ async function main() {
     const s = await router.stop();
     const errors = Object.values(s.failures).reduce((a, b) => a + b, 0) + s.timeout + s.lost + s.late + Object.values(s.violations).reduce((a, b) => a + b, 0);
     rows.push({
-      rate, seconds, sent: s.sent, answered: s.answered, errors, latencyMs: s.latencyMs, cpuMean: mon.cpuMean, cpuMax: mon.cpuMax, rssMaxMb: mon.rssMaxKb / 1024,
+      rate, seconds, sent: s.sent, answered: s.answered, errors, latencyMs: s.latencyMs, cpuMean: mon.cpuMean, cpuMax: mon.cpuMax,
+      rssMaxMb: mon.rssMaxKb / 1024,
     });
     await gw.stop();
   }

@@ -14,7 +14,9 @@ async function main() {
     const r = await medianRun(REPEATS, 'rate', async () => {
       const parts = await Promise.all(Array.from({ length: 4 }, () => runClient({ port: gw.port, kind: 'query', window: 16, durationMs: SECONDS * 1000 })));
       return {
-        rate: parts.reduce((a, p) => a + p.rate, 0), p50: Math.max(...parts.map((p) => p.p50)), p99: Math.max(...parts.map((p) => p.p99)), lost: parts.reduce((a, p) => a + p.lost, 0), duplicated: parts.reduce((a, p) => a + p.duplicated, 0),
+        rate: parts.reduce((a, p) => a + p.rate, 0), p50: Math.max(...parts.map((p) => p.p50)), p99: Math.max(...parts.map((p) => p.p99)), lost: parts.reduce(
+          (a, p) => a + p.lost, 0
+        ), duplicated: parts.reduce((a, p) => a + p.duplicated, 0),
       };
     });
     rows.push({ workers, ...r });

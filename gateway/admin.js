@@ -40,7 +40,7 @@ function createAdminApp({
     }
   });
   app.use((req, res) => res.status(404).json({ error: 'not found' }));
-  app.use((err, req, res, next) => res.status(500).json({ error: err.message })); // eslint-disable-line no-unused-vars
+  app.use((err, req, res, _next) => res.status(500).json({ error: err.message })); // express knows an error handler by its four arguments
   return app;
 }
 

@@ -67,7 +67,8 @@ class BackendHealth {
     if (!this.log) return;
     const folded = this.unlogged > 0 ? { changesNotLogged: this.unlogged } : {};
     if (this.state === 'failing') {
-      this.log.warn(`backend failing: ${this.consecutiveFailures} queries in a row got no answer (last: ${this.lastError}); they are answered E_AG_HOST_ERROR1`, {
+      const what = `${this.consecutiveFailures} queries in a row got no answer (last: ${this.lastError})`;
+      this.log.warn(`backend failing: ${what}; they are answered E_AG_HOST_ERROR1`, {
         consecutiveFailures: this.consecutiveFailures, lastError: this.lastError, ...folded,
       });
     } else {

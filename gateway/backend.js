@@ -101,7 +101,9 @@ class Backend {
       if ((err && err.appError) || (status >= 400 && status < 500)) return { kind: 'app-error', text: String(err.message || 'rejected') };
       // The handler's own words stay in the host's log; the router gets E_AG_HOST_ERROR1.
       const n = this.throttle.hit('module-error');
-      if (n && this.log) this.log.error(`handler module failed: ${errorText(err)}`, { module: route.file, subtype: printable(q.subtype), invokeId: q.invokeId, count: n });
+      if (n && this.log) this.log.error(
+        `handler module failed: ${errorText(err)}`, { module: route.file, subtype: printable(q.subtype), invokeId: q.invokeId, count: n }
+      );
       return hostError('module-error', 'handler module failed');
     }
   }

@@ -78,7 +78,8 @@ async function main(values) {
   let sim = null;
   if (config.backend.url === null) {
     if (!values['embedded-backend']) {
-      throw new OperatorError('no backend configured: give --backend URL (or backend.url in the config), or --embedded-backend to serve from the built-in REST simulator');
+      throw new OperatorError('no backend configured: give --backend URL (or backend.url in the config), '
+        + 'or --embedded-backend to serve from the built-in REST simulator');
     }
     sim = await startRestSim({ port: 0, host: '127.0.0.1' });
     config.backend.url = sim.url;

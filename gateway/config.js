@@ -129,11 +129,16 @@ function validate(c, baseDir, env) {
   check(typeof c.host === 'string' && c.host.length > 0, 'host', 'must be an address');
   check(!/^[\d.]+$/.test(c.host) || net.isIPv4(c.host), 'host', `'${c.host}' is not a valid IPv4 address`);
   check(intIn(c.port, 0, 65535), 'port', 'must be a port number 0..65535');
-  check(Array.isArray(c.versions) && c.versions.length > 0 && c.versions.every((v) => intIn(v, 0, 0xffffffff)), 'versions', 'must be a non-empty list of version numbers');
+  check(
+    Array.isArray(c.versions) && c.versions.length > 0 && c.versions.every((v) => intIn(v, 0, 0xffffffff)), 'versions',
+    'must be a non-empty list of version numbers'
+  );
   check(intIn(c.deadlineMs, 1, 60_000), 'deadlineMs', 'must be an integer of milliseconds from 1 to 60000');
   check(intIn(c.routerRequestTimeoutMs, 1, 600_000), 'routerRequestTimeoutMs', 'must be an integer of milliseconds from 1 to 600000');
   check(c.deadlineMs < c.routerRequestTimeoutMs, 'deadlineMs',
-    `(${c.deadlineMs}) must be below the router's RequestTimeout, routerRequestTimeoutMs (${c.routerRequestTimeoutMs}): a reply after it arrives too late and counts as a missed heartbeat. If your router's RequestTimeout is longer, set routerRequestTimeoutMs to it`);
+    `(${c.deadlineMs}) must be below the router's RequestTimeout, routerRequestTimeoutMs (${c.routerRequestTimeoutMs}): `
+    + 'a reply after it arrives too late and counts as a missed heartbeat. '
+    + "If your router's RequestTimeout is longer, set routerRequestTimeoutMs to it");
   check(['forward', 'answer-empty'].includes(c.duplicates), 'duplicates', "must be 'forward' or 'answer-empty'");
   check(c.backend.url === null || (typeof c.backend.url === 'string' && /^https?:\/\/[^/?#]+/.test(c.backend.url)), 'backend.url', 'must be an http:// or https:// URL');
   check(c.backend.url === null || !/[?#]/.test(c.backend.url), 'backend.url',

@@ -70,7 +70,7 @@ async function runWorker(config) {
   const log = createLogger({ component: `gateway[${process.pid}]`, ...config.log });
   const metrics = new Metrics();
   AggregatorRegistry.setRegistries([metrics.registry]);
-  new AggregatorRegistry(); // eslint-disable-line no-new -- installs the worker's answer to the primary's metrics requests
+  new AggregatorRegistry(); // installs the worker's answer to the primary's metrics requests
   const gateway = new Gateway(config, { log, metrics });
   const port = await gateway.listen();
   process.send({ type: READY, port });

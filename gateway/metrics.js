@@ -21,7 +21,8 @@ class Metrics {
       name: `${prefix}queries_total`, help: 'Queries answered, by subtype and outcome', labelNames: ['subtype', 'outcome'], registers,
     });
     this.queryDuration = new client.Histogram({
-      name: `${prefix}query_duration_seconds`, help: 'Time from QUERY_REQ read to reply written, by outcome', labelNames: ['outcome'], buckets: LATENCY_BUCKETS, registers,
+      name: `${prefix}query_duration_seconds`, help: 'Time from QUERY_REQ read to reply written, by outcome', labelNames: ['outcome'], buckets: LATENCY_BUCKETS,
+      registers,
     });
     this.inFlight = new client.Gauge({ name: `${prefix}queries_in_flight`, help: 'Queries waiting for the backend', registers });
     this.sessions = new client.Gauge({ name: `${prefix}sessions`, help: 'Router connections, by state', labelNames: ['state'], registers });
@@ -33,12 +34,15 @@ class Metrics {
       name: `${prefix}connections_refused_total`, help: 'Connections closed before a session, by reason', labelNames: ['reason'], registers,
     });
     this.backendResponses = new client.Counter({
-      name: `${prefix}backend_responses_total`, help: 'Backend HTTP answers by status class (2xx, 4xx, 5xx...), and requests that got none (error)', labelNames: ['class'], registers,
+      name: `${prefix}backend_responses_total`, help: 'Backend HTTP answers by status class (2xx, 4xx, 5xx...), and requests that got none (error)',
+      labelNames: ['class'], registers,
     });
     this.backendDuration = new client.Histogram({
       name: `${prefix}backend_duration_seconds`, help: 'Backend HTTP round trip, request sent to body read', buckets: LATENCY_BUCKETS, registers,
     });
-    this.backendUp = new client.Gauge({ name: `${prefix}backend_up`, help: '1 while the backend answers, 0 after a run of failed queries (see /health)', registers });
+    this.backendUp = new client.Gauge({
+      name: `${prefix}backend_up`, help: '1 while the backend answers, 0 after a run of failed queries (see /health)', registers,
+    });
     this.backendUp.set(1);
     this.subtypes = new Map(); // subtype label -> Map(outcome -> counter child)
     this.known = new Set(); // configured routes' subtypes: never folded into (other)

@@ -150,10 +150,10 @@ function compileRoute(route, { baseDir, deadlineMs }) {
     const file = path.resolve(baseDir, route.module);
     let handler;
     try {
-      handler = require(file); // eslint-disable-line global-require, import/no-dynamic-require
+      handler = require(file);
     } catch (err) {
       // One line: Node's MODULE_NOT_FOUND message goes on with a "Require stack:" list.
-      throw new Error(`cannot load module ${file}: ${String(err.message).split('\n')[0]}`);
+      throw new Error(`cannot load module ${file}: ${String(err.message).split('\n')[0]}`, { cause: err });
     }
     if (typeof handler !== 'function' && typeof (handler && handler.handle) !== 'function') {
       throw new Error(`module ${file} must export a function (query, {signal}) or {handle}`);

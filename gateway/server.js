@@ -46,10 +46,12 @@ class Gateway {
         this.server.on('error', (err) => this.log.error(`listener error: ${err.message}`));
         this.port = this.server.address().port;
         this.log.info(`listening for ICM routers on ${host}:${this.port}${this.tls ? ' (TLS)' : ''}`, {
-          backend: this.config.backend.url, engine: this.config.backend.engine, deadlineMs: this.config.deadlineMs, desKey: this.config.desKey ? 'configured' : 'none',
+          backend: this.config.backend.url, engine: this.config.backend.engine, deadlineMs: this.config.deadlineMs,
+          desKey: this.config.desKey ? 'configured' : 'none',
         });
         if (this.allowlist === null && (host === '0.0.0.0' || host === '::')) {
-          this.log.warn(`listening on every address (${host}) with an empty allowlist: any host that reaches port ${this.port} can open sessions; set allowlist to the routers' addresses (README, "Before production")`);
+          this.log.warn(`listening on every address (${host}) with an empty allowlist: any host that reaches port ${this.port} `
+            + 'can open sessions; set allowlist to the routers\' addresses (README, "Before production")');
         }
         resolve(this.port);
       });

@@ -162,7 +162,9 @@ class Session {
     const { config } = this.gateway;
     if (!config.versions.includes(msg.version)) {
       const n = this.throttle.hit('version');
-      if (n) this.log.warn('OPEN_REQ refused: version not supported', { session: this.id, peer: this.peer, version: msg.version, supported: config.versions, count: n });
+      if (n) this.log.warn(
+        'OPEN_REQ refused: version not supported', { session: this.id, peer: this.peer, version: msg.version, supported: config.versions, count: n }
+      );
       this.failure(msg.invokeId, STATUS.E_AG_INVALID_VERSION, `version ${msg.version} is not supported`);
       return;
     }
@@ -203,12 +205,17 @@ class Session {
       return this.refuseKey(msg, 'this host requires encryption', 'encryption required');
     }
     if (!desKey) {
-      this.log.warn('OPEN_REQ refused: the router asks for DES encryption and no key is configured (GED145_DES_KEY or des.keyFile)', { session: this.id, peer: this.peer });
+      this.log.warn(
+        'OPEN_REQ refused: the router asks for DES encryption and no key is configured (GED145_DES_KEY or des.keyFile)', { session: this.id, peer: this.peer }
+      );
       return this.refuseKey(msg, 'encryption is not configured on this host', 'encryption requested without a key');
     }
     const sessionKey = des.openSessionKey(desKey, msg.sessionKey);
     if (sessionKey === null) {
-      this.log.warn('OPEN_REQ refused: SESSION_KEY does not decrypt to two equal halves (the router and the host have different private keys?)', { session: this.id, peer: this.peer });
+      this.log.warn(
+        'OPEN_REQ refused: SESSION_KEY does not decrypt to two equal halves (the router and the host have different private keys?)',
+        { session: this.id, peer: this.peer }
+      );
       return this.refuseKey(msg, 'session key does not match', 'invalid session key');
     }
     return sessionKey;
@@ -234,7 +241,9 @@ class Session {
       onDropped: (tag, why) => {
         this.counters.droppedFields++;
         const n = this.throttle.hit('dropped-field');
-        if (n) this.log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: n });
+        if (n) this.log.warn(
+          `ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: n }
+        );
       },
     };
   }
@@ -315,7 +324,10 @@ class Session {
     } catch (err) {
       // Whatever the answer held (a throwing getter, a Proxy), it costs this query, never the process.
       const n = this.throttle.hit('answer-error');
-      if (n) this.log.error('could not turn the backend answer into a reply', { session: this.id, invokeId: p.query.invokeId, subtype: p.query.subtype, error: errorText(err), count: n });
+      if (n) this.log.error(
+        'could not turn the backend answer into a reply',
+        { session: this.id, invokeId: p.query.invokeId, subtype: p.query.subtype, error: errorText(err), count: n }
+      );
       label = 'host_error';
       reply = this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded');
     }
@@ -356,7 +368,10 @@ class Session {
     }
     if (buf === null) {
       const n = this.throttle.hit('too-large');
-      if (n) this.log.error(`backend answer does not fit one frame (limits.maxMessageLength ${this.limits.maxMessageLength}) even without ECC entries`, { session: this.id, invokeId: q.invokeId, subtype: q.subtype, count: n });
+      if (n) this.log.error(
+        `backend answer does not fit one frame (limits.maxMessageLength ${this.limits.maxMessageLength}) even without ECC entries`,
+        { session: this.id, invokeId: q.invokeId, subtype: q.subtype, count: n }
+      );
       return ['host_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer too large for one message')];
     }
     return ['ok', buf];
@@ -487,7 +502,9 @@ class Session {
     const waited = performance.now() - this.partialSince;
     const limit = this.limits.partialFrameTimeoutMs;
     if (waited >= limit) {
-      this.log.warn(`a frame stayed incomplete for ${limit} ms; closing the connection`, { session: this.id, peer: this.peer, bufferedBytes: this.reader.bufferedBytes });
+      this.log.warn(
+        `a frame stayed incomplete for ${limit} ms; closing the connection`, { session: this.id, peer: this.peer, bufferedBytes: this.reader.bufferedBytes }
+      );
       this.destroy('partial frame timeout');
     } else {
       this.partialTimer = setTimeout(onPartialTimeout, limit - waited + 1, this);

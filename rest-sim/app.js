@@ -140,7 +140,7 @@ function createRestSim({ faults = {}, customers = 10000, seed = 145 } = {}) {
 
   app.use((req, res) => res.status(404).json({ error: 'not found' }));
   // Malformed JSON bodies and other request errors: a JSON answer, no stack.
-  app.use((err, req, res, next) => { // eslint-disable-line no-unused-vars
+  app.use((err, req, res, _next) => { // four arguments: express's error handler
     res.status(err.status || err.statusCode || 500).json({ error: err.expose ? err.message : 'internal error' });
   });
 

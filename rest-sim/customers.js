@@ -4,7 +4,10 @@
 // tests, docs and load runs can name real CLIDs. Customer i has CLID 555 + (1000000 + i).
 
 const FIRST = ['Ada', 'Ben', 'Chloe', 'Dev', 'Elena', 'Farid', 'Grace', 'Hiro', 'Ines', 'Jonas', 'Kemi', 'Luca', 'Mira', 'Noor', 'Omar', 'Priya'];
-const LAST = ['Almeida', 'Brown', 'Chen', 'Dubois', 'Eriksen', 'Fischer', 'Garcia', 'Haddad', 'Ivanova', 'Jensen', 'Kowalski', 'Lopez', 'Moreau', 'Nakamura', 'Okafor', 'Patel'];
+const LAST = [
+  'Almeida', 'Brown', 'Chen', 'Dubois', 'Eriksen', 'Fischer', 'Garcia', 'Haddad', 'Ivanova', 'Jensen', 'Kowalski', 'Lopez', 'Moreau', 'Nakamura', 'Okafor',
+  'Patel',
+];
 const TIERS = ['bronze', 'silver', 'gold', 'platinum'];
 const SKILLS = ['SG_General', 'SG_Billing', 'SG_Tech', 'SG_Premium'];
 const LANGUAGES = ['en', 'es', 'fr', 'de'];

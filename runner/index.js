@@ -54,7 +54,9 @@ async function runSuites(name, options = {}) {
     results,
     meta: {
       date: new Date().toISOString(),
-      target: system ? `child processes (gateway ${system.target.host}:${system.target.port}, engine ${options.engine || 'undici'})` : `${options.target.host}:${options.target.port}`,
+      target: system
+        ? `child processes (gateway ${system.target.host}:${system.target.port}, engine ${options.engine || 'undici'})`
+        : `${options.target.host}:${options.target.port}`,
       machine: `${os.cpus().length} cores, ${os.cpus()[0] ? os.cpus()[0].model : ''}, Node ${process.version}`,
     },
   };

@@ -43,7 +43,8 @@ async function startSystem({ engine = 'undici', gatewayArgs = [], restSimArgs = 
   const sim = await startChild('rest-sim', ['rest-sim', '--port', '0', ...restSimArgs], { readyPattern: /listening on (http:\/\/[\d.]+:\d+)/ });
   let gw;
   try {
-    gw = await startChild('gateway', ['gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', sim.match[1], '--engine', engine, '--log-level', 'info', ...gatewayArgs], {
+    const args = ['gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', sim.match[1], '--engine', engine, '--log-level', 'info'];
+    gw = await startChild('gateway', [...args, ...gatewayArgs], {
       readyPattern: /listening for ICM routers on ([\d.]+):(\d+)[\s\S]*admin on http:\/\/[\d.]+:(\d+)/,
     });
   } catch (err) {

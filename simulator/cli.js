@@ -80,7 +80,9 @@ async function main(values) {
   if (sides.some((s) => !['A', 'B'].includes(s)) || new Set(sides).size !== sides.length) throw new UsageError('--sides takes A, B or A,B');
   if (values.rate !== undefined && values.window !== undefined) throw new UsageError('give --rate or --window, not both');
   const targets = [{ host: values.host, port: num(values, 'port', { max: 65535 }) }];
-  if (values['host-b'] || values['port-b']) targets.push({ host: values['host-b'] || values.host, port: num(values, 'port-b', { max: 65535 }) || targets[0].port });
+  if (values['host-b'] || values['port-b']) targets.push({
+    host: values['host-b'] || values.host, port: num(values, 'port-b', { max: 65535 }) || targets[0].port,
+  });
   let templates;
   if (values.scenario) {
     try {
@@ -159,7 +161,8 @@ async function main(values) {
     if (!live || now - lastPrint < 1000) return;
     lastPrint = now;
     const s = router.stats;
-    const line = `sent ${s.sent}  answered ${s.answeredCount}  in flight ${router.outstanding.size}  p99 ${s.percentile(99).toFixed(2)} ms  violations ${s.violationCount}`;
+    const line = `sent ${s.sent}  answered ${s.answeredCount}  in flight ${router.outstanding.size}  `
+      + `p99 ${s.percentile(99).toFixed(2)} ms  violations ${s.violationCount}`;
     process.stderr.write(process.stderr.isTTY ? `\r${line}\x1b[K` : `${line}\n`);
   };
   let durationCut = false;
@@ -172,7 +175,9 @@ async function main(values) {
   const result = await router.stop();
   if (live && process.stderr.isTTY) process.stderr.write('\n');
   if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-  else process.stdout.write(formatSummary(`GED-145 router simulator: ${sides.join('+')} (${router.mode}) -> ${values.host}:${values.port}${durationCut ? ' (interrupted)' : ''}`, result));
+  else process.stdout.write(formatSummary(
+    `GED-145 router simulator: ${sides.join('+')} (${router.mode}) -> ${values.host}:${values.port}${durationCut ? ' (interrupted)' : ''}`, result
+  ));
   process.exitCode = result.violations && Object.keys(result.violations).length > 0 ? 1 : 0;
 }
 

@@ -101,7 +101,9 @@ class RouterConnection extends EventEmitter {
   onConnect() {
     if (this.pcap && !this.tlsOptions) {
       const socket = this.socket;
-      this.flow = this.pcap.flow({ clientAddress: socket.localAddress, clientPort: socket.localPort, serverAddress: socket.remoteAddress, serverPort: socket.remotePort });
+      this.flow = this.pcap.flow({
+        clientAddress: socket.localAddress, clientPort: socket.localPort, serverAddress: socket.remoteAddress, serverPort: socket.remotePort,
+      });
       const write = socket.write.bind(socket);
       socket.write = (buf, ...rest) => {
         this.flow.out(buf);
@@ -127,7 +129,8 @@ class RouterConnection extends EventEmitter {
       sessionKey = des.sealSessionKey(this.desKey, this.sessionKey);
     }
     this.write(serialize.openReq({
-      invokeId: this.openInvokeId, version: this.version, idleTimeoutMs: 4 * s.heartbeatIntervalMs, encryption: this.desKey ? 1 : 0, config: s.connectInfo, sessionKey,
+      invokeId: this.openInvokeId, version: this.version, idleTimeoutMs: 4 * s.heartbeatIntervalMs, encryption: this.desKey ? 1 : 0, config: s.connectInfo,
+      sessionKey,
     }, true));
   }
 

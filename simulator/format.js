@@ -22,7 +22,10 @@ function formatSummary(title, s) {
     ['latency', `p50 ${ms(l.p50)}  p90 ${ms(l.p90)}  p99 ${ms(l.p99)}  p99.9 ${ms(l.p999)}  max ${ms(l.max)}`],
   ];
   if (s.injected.reject || s.injected.fatal) {
-    rows.push(['invalid frames', `rejects induced ${num(s.injected.reject)}, caught ${num(s.caught.reject)}${s.voided.reject ? ` (+${num(s.voided.reject)} sent behind a fatal frame)` : ''}; fatal induced ${num(s.injected.fatal)}, caught ${num(s.caught.fatal)}${s.voided.queries ? `; ${num(s.voided.queries)} queries sent behind a fatal frame (never read, expected)` : ''}`]);
+    const behind = s.voided.reject ? ` (+${num(s.voided.reject)} sent behind a fatal frame)` : '';
+    const voided = s.voided.queries ? `; ${num(s.voided.queries)} queries sent behind a fatal frame (never read, expected)` : '';
+    const rejects = `rejects induced ${num(s.injected.reject)}, caught ${num(s.caught.reject)}${behind}`;
+    rows.push(['invalid frames', `${rejects}; fatal induced ${num(s.injected.fatal)}, caught ${num(s.caught.fatal)}${voided}`]);
   }
   if (Object.keys(s.closes).length) rows.push(['connections ended', kv(s.closes)]);
   const w = Math.max(...rows.map((r) => r[0].length));

@@ -39,7 +39,8 @@ class Router extends EventEmitter {
     this.connections = sides.map((side, i) => {
       const t = targets[Math.min(i, targets.length - 1)];
       const c = new RouterConnection({
-        host: t.host, port: t.port, side, settings: this.settings, stats: this.stats, injection: options.injection, tls: options.tls, rnd: this.rnd, desKey: options.desKey, pcap: this.pcap,
+        host: t.host, port: t.port, side, settings: this.settings, stats: this.stats, injection: options.injection, tls: options.tls, rnd: this.rnd,
+        desKey: options.desKey, pcap: this.pcap,
       });
       c.on('reply', (logical, msg, latency) => this.onReply(logical, msg, latency));
       c.on('lost', (logical) => this.onSettled(logical));

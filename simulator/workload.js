@@ -8,7 +8,10 @@ const fs = require('node:fs');
 
 const DEFAULT_MIX = Object.freeze([
   { weight: 6, subtype: 'customer.lookup', clid: '555{rand:1000000-1009999}', dn: '8005551000', routingClient: 'CVP_PG_1A' },
-  { weight: 3, subtype: 'echo', clid: '555{rand:2000000-2999999}', ced: '{rand:1000-9999}#', vars: { 1: 'acct-{seq}', 2: 'x' }, ecc: { 'user.lang': '{pick:en|es|fr}' } },
+  {
+    weight: 3, subtype: 'echo', clid: '555{rand:2000000-2999999}', ced: '{rand:1000-9999}#', vars: { 1: 'acct-{seq}', 2: 'x' },
+    ecc: { 'user.lang': '{pick:en|es|fr}' },
+  },
   { weight: 1, subtype: 'echo', eccArrays: [{ name: 'user.hist', index: 0, value: 'first' }, { name: 'user.hist', index: 1, value: '{seq}' }] },
 ]);
 

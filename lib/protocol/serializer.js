@@ -61,7 +61,7 @@ class TagList {
       if (data.length > ENCRYPTED_TAG_DATA) {
         throw new EncodeError('tag-too-long', `${field} is ${data.length} bytes; an encrypted tag holds at most ${ENCRYPTED_TAG_DATA}`);
       }
-      data = this.encryptField(Buffer.isBuffer(data) ? data : Buffer.from(data, 'latin1')); // eslint-disable-line no-param-reassign
+      data = this.encryptField(Buffer.isBuffer(data) ? data : Buffer.from(data, 'latin1'));
     }
     if (data.length > MAX_TAG_DATA) {
       throw new EncodeError('tag-too-long', `${field} is ${data.length} bytes; a tag holds at most ${MAX_TAG_DATA}`);

@@ -7,7 +7,9 @@ function block(result) {
   const mon = result.monitor;
   if (mon && mon.processes && result.suite !== 'soak') {
     for (const [name, p] of Object.entries(mon.processes)) {
-      if (p.samples.length) rows.push([`${name} CPU/RSS`, `CPU mean ${p.cpuMean.toFixed(1)}%, high ${p.cpuMax.toFixed(1)}%; RSS high ${(p.rssMaxKb / 1024).toFixed(1)} MiB (${mon.source})`]);
+      if (p.samples.length) rows.push([
+        `${name} CPU/RSS`, `CPU mean ${p.cpuMean.toFixed(1)}%, high ${p.cpuMax.toFixed(1)}%; RSS high ${(p.rssMaxKb / 1024).toFixed(1)} MiB (${mon.source})`,
+      ]);
     }
   }
   rows.push(['verdict', result.verdict.pass ? 'PASS' : `FAIL: ${result.verdict.reasons.join('; ')}`]);

@@ -41,7 +41,10 @@ function errorsOf(s) {
 function htmlReport(results, { title = 'ged145 test run', meta = {} } = {}) {
   const chartJs = fs.readFileSync(CHART_JS, 'utf8').replace(/\/\/# sourceMappingURL=.*$/m, '');
   const data = JSON.stringify(results.map(chartData)).replace(/</g, '\\u003c');
-  const summaryRows = results.map((r) => `<tr class="${r.verdict.pass ? 'pass' : 'fail'}"><td>${esc(r.suite)}</td><td>${r.verdict.pass ? 'PASS' : `FAIL: ${esc(r.verdict.reasons.join('; '))}`}</td><td>${esc(r.title)}</td></tr>`).join('\n');
+  const verdict = (r) => (r.verdict.pass ? 'PASS' : `FAIL: ${esc(r.verdict.reasons.join('; '))}`);
+  const summaryRows = results
+    .map((r) => `<tr class="${r.verdict.pass ? 'pass' : 'fail'}"><td>${esc(r.suite)}</td><td>${verdict(r)}</td><td>${esc(r.title)}</td></tr>`)
+    .join('\n');
   const sections = results.map((r, i) => `
 <section>
   <h2>${esc(r.title)}</h2>
@@ -62,7 +65,8 @@ function htmlReport(results, { title = 'ged145 test run', meta = {} } = {}) {
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:22px}h2{font-size:17px;margin-top:32px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 10px;text-align:left;vertical-align:top}
-table.summary td,table.summary th{border:1px solid #ddd}tr.pass td:nth-child(2){color:#17803d;font-weight:600}tr.fail td:nth-child(2){color:#b42318;font-weight:600}
+table.summary td,
+table.summary th{border:1px solid #ddd}tr.pass td:nth-child(2){color:#17803d;font-weight:600}tr.fail td:nth-child(2){color:#b42318;font-weight:600}
 table.figures th{font-weight:600;color:#555}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:16px}
 figure{margin:0;border:1px solid #eee;padding:8px}figcaption{font-weight:600;margin-bottom:4px}canvas{width:100%;height:240px}
@@ -83,23 +87,35 @@ ${sections}
   Chart.defaults.animation = false;
   Chart.defaults.maintainAspectRatio = false;
   function line(labels, sets, yTitle) {
-    return { type: 'line', data: { labels: labels, datasets: sets.map(function (s, i) { return { label: s.label, data: s.data, borderColor: colors[i % colors.length], backgroundColor: colors[i % colors.length], pointRadius: 0, borderWidth: 1.5, spanGaps: true }; }) },
+    return { type: 'line', data: { labels: labels, datasets: sets.map(function (s, i) { return {
+      label: s.label, data: s.data, borderColor: colors[i % colors.length], backgroundColor: colors[i % colors.length], pointRadius: 0, borderWidth: 1.5,
+      spanGaps: true,
+    }; }) },
       options: { scales: { x: { title: { display: true, text: 'seconds' } }, y: { beginAtZero: true, title: { display: true, text: yTitle } } } } };
   }
   function processSeries(s, key) {
     var names = Object.keys(s.processes);
     var longest = names.reduce(function (a, n) { return s.processes[n].length > a.length ? s.processes[n] : a; }, []);
-    return line(longest.map(function (p) { return p.t.toFixed(0); }), names.map(function (n) { return { label: n + (s.monitorSource ? ' (' + s.monitorSource + ')' : ''), data: s.processes[n].map(function (p) { return p[key]; }) }; }), key === 'cpu' ? '% of one core' : 'MiB');
+    return line(longest.map(function (p) { return p.t.toFixed(0); }), names.map(function (n) { return {
+      label: n + (s.monitorSource ? ' (' + s.monitorSource + ')' : ''), data: s.processes[n].map(function (p) { return p[key]; }),
+    }; }), key === 'cpu' ? '% of one core' : 'MiB');
   }
   var build = {
-    throughput: function (s) { return line(s.timeline.map(function (p) { return p.t.toFixed(0); }), [{ label: 'answers/s', data: s.timeline.map(function (p) { return p.txPerSec; }) }], 'answers/s'); },
+    throughput: function (s) { return line(
+      s.timeline.map(function (p) { return p.t.toFixed(0); }), [{ label: 'answers/s', data: s.timeline.map(function (p) { return p.txPerSec; }) }], 'answers/s'
+    ); },
     latency: function (s) { return line(s.timeline.map(function (p) { return p.t.toFixed(0); }), [
       { label: 'p50', data: s.timeline.map(function (p) { return p.p50; }) },
       { label: 'p99', data: s.timeline.map(function (p) { return p.p99; }) },
       { label: 'max', data: s.timeline.map(function (p) { return p.max; }) }], 'ms'); },
-    distribution: function (s) { return { type: 'line', data: { labels: s.distribution.map(function (d) { return 'p' + d.percentile; }), datasets: [{ label: 'latency', data: s.distribution.map(function (d) { return d.ms; }), borderColor: colors[0], backgroundColor: colors[0], stepped: true }] },
+    distribution: function (s) { return { type: 'line', data: { labels: s.distribution.map(function (d) { return 'p' + d.percentile; }), datasets: [{
+      label: 'latency', data: s.distribution.map(function (d) { return d.ms; }), borderColor: colors[0], backgroundColor: colors[0], stepped: true,
+    }] },
       options: { scales: { y: { type: 'logarithmic', title: { display: true, text: 'ms (log)' } } } } }; },
-    errors: function (s) { var keys = Object.keys(s.errors); if (keys.length === 0) keys = ['none']; return { type: 'bar', data: { labels: keys, datasets: [{ label: 'count', data: keys.map(function (k) { return s.errors[k] || 0; }), backgroundColor: keys.map(function (k) { return /^caught|^induced/.test(k) ? colors[0] : colors[1]; }) }] }, options: { indexAxis: 'y', scales: { x: { beginAtZero: true } } } }; },
+    errors: function (s) { var keys = Object.keys(s.errors); if (keys.length === 0) keys = ['none']; return { type: 'bar', data: { labels: keys, datasets: [{
+      label: 'count', data: keys.map(function (k) { return s.errors[k] || 0; }),
+      backgroundColor: keys.map(function (k) { return /^caught|^induced/.test(k) ? colors[0] : colors[1]; }),
+    }] }, options: { indexAxis: 'y', scales: { x: { beginAtZero: true } } } }; },
     cpu: function (s) { return processSeries(s, 'cpu'); },
     rss: function (s) { return processSeries(s, 'rssMb'); }
   };

@@ -33,8 +33,14 @@ async function capacity(ctx, {
     title: `capacity: +${step} queries/s every ${stepS} s from ${start} until p99 > ${budgetMs} ms or errors`,
     figures: { sustainableRate: sustainable, budgetMs, steps },
     rows: [
-      ...steps.map((x) => [`${x.rate}/s`, `p50 ${x.p50.toFixed(2)} ms, p99 ${x.p99.toFixed(2)} ms, errors ${x.errors}${x.gatewayCpu !== null ? `, gateway CPU ${x.gatewayCpu.toFixed(0)}%` : ''} ${x.ok ? 'held' : 'FAILED'}`]),
-      ['highest sustainable', `${sustainable.toLocaleString('en-US')} queries/s (p99 budget ${budgetMs} ms)${stop && stop.ok ? ' (the step limit was reached first)' : ''}`],
+      ...steps.map((x) => {
+        const cpu = x.gatewayCpu !== null ? `, gateway CPU ${x.gatewayCpu.toFixed(0)}%` : '';
+        return [`${x.rate}/s`, `p50 ${x.p50.toFixed(2)} ms, p99 ${x.p99.toFixed(2)} ms, errors ${x.errors}${cpu} ${x.ok ? 'held' : 'FAILED'}`];
+      }),
+      [
+        'highest sustainable',
+        `${sustainable.toLocaleString('en-US')} queries/s (p99 budget ${budgetMs} ms)${stop && stop.ok ? ' (the step limit was reached first)' : ''}`,
+      ],
     ],
     verdict: { pass: sustainable > 0, reasons: sustainable > 0 ? [] : ['not even the first step held'] },
     capacitySteps: steps,

@@ -32,7 +32,9 @@ async function error(ctx, { durationS = 60, invalidRate = 0.15, frag = 4, window
     suite: 'error',
     title: `error: ${durationS} s, fragmented writes (0-${frag} extra splits), invalid frames before ${Math.round(invalidRate * 100)}% of queries`,
     figures: {
-      transactions: s.answered, txPerSec: s.txPerSec, induced: { reject: inducedRejects, fatal: inducedFatal }, caught: { reject: caughtRejects, fatal: caughtFatal }, gatewayCloses, voidedByFatalFrames: s.voided.queries, lost: s.lost,
+      transactions: s.answered, txPerSec: s.txPerSec, induced: {
+        reject: inducedRejects, fatal: inducedFatal,
+      }, caught: { reject: caughtRejects, fatal: caughtFatal }, gatewayCloses, voidedByFatalFrames: s.voided.queries, lost: s.lost,
     },
     rows: [
       ['transactions', `${s.answered.toLocaleString('en-US')} (${Math.round(s.txPerSec).toLocaleString('en-US')} tx/s)`],

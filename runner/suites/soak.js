@@ -14,7 +14,9 @@ async function soak(ctx, { rate = 1000, durationS = 600 } = {}) {
   if (gw && gw.samples.length > 0) {
     growthPct = gw.rssFirstKb ? ((gw.rssLastKb - gw.rssFirstKb) / gw.rssFirstKb) * 100 : null;
     rows.push(['gateway CPU', `mean ${gw.cpuMean.toFixed(1)}%, high ${gw.cpuMax.toFixed(1)}% (${r.monitor.source})`]);
-    rows.push(['gateway RSS', `high ${(gw.rssMaxKb / 1024).toFixed(1)} MiB; from ${(gw.rssFirstKb / 1024).toFixed(1)} to ${(gw.rssLastKb / 1024).toFixed(1)} MiB after t=${Math.round(gw.trendFrom)} s (${growthPct.toFixed(1)}%)`]);
+    const mib = (kb) => (kb / 1024).toFixed(1);
+    rows.push(['gateway RSS',
+      `high ${mib(gw.rssMaxKb)} MiB; from ${mib(gw.rssFirstKb)} to ${mib(gw.rssLastKb)} MiB after t=${Math.round(gw.trendFrom)} s (${growthPct.toFixed(1)}%)`]);
     rows.push(['RSS trend', gw.rssGrowthKbPerHour === null ? 'too short to tell' : `${(gw.rssGrowthKbPerHour / 1024).toFixed(1)} MiB per hour`]);
     if (growthPct !== null && durationS >= 120 && growthPct > 10) reasons.push(`RSS grew ${growthPct.toFixed(1)}% after the first minute`);
   }
@@ -22,7 +24,10 @@ async function soak(ctx, { rate = 1000, durationS = 600 } = {}) {
     ...r,
     suite: 'soak',
     title: `soak: ${rate} queries/s for ${durationS} s, gateway CPU and RSS every second`,
-    figures: { ...r.figures, gateway: gw && { cpuMean: gw.cpuMean, cpuMax: gw.cpuMax, rssMaxKb: gw.rssMaxKb, rssGrowthKbPerHour: gw.rssGrowthKbPerHour, rssGrowthPct: growthPct } },
+    figures: {
+      ...r.figures,
+      gateway: gw && { cpuMean: gw.cpuMean, cpuMax: gw.cpuMax, rssMaxKb: gw.rssMaxKb, rssGrowthKbPerHour: gw.rssGrowthKbPerHour, rssGrowthPct: growthPct },
+    },
     rows,
     verdict: { pass: reasons.length === 0, reasons },
   };

@@ -28,13 +28,14 @@ async function speed(ctx, { count = 10 } = {}) {
     },
   };
   const errors = errorCount(s);
+  const timing = (f) => `${f.elapsedMs.toFixed(1)} ms; avg ${f.avgMs.toFixed(3)} ms, p50 ${f.p50Ms.toFixed(3)} ms, p99 ${f.p99Ms.toFixed(3)} ms`;
   return {
     suite: 'speed',
     title: `speed: ${count} sequential heartbeats, then ${count} sequential queries`,
     figures,
     rows: [
-      ['heartbeats', `${count} in ${figures.heartbeats.elapsedMs.toFixed(1)} ms; avg ${figures.heartbeats.avgMs.toFixed(3)} ms, p50 ${figures.heartbeats.p50Ms.toFixed(3)} ms, p99 ${figures.heartbeats.p99Ms.toFixed(3)} ms`],
-      ['queries', `${s.answered} in ${figures.queries.elapsedMs.toFixed(1)} ms; avg ${figures.queries.avgMs.toFixed(3)} ms, p50 ${figures.queries.p50Ms.toFixed(3)} ms, p99 ${figures.queries.p99Ms.toFixed(3)} ms`],
+      ['heartbeats', `${count} in ${timing(figures.heartbeats)}`],
+      ['queries', `${s.answered} in ${timing(figures.queries)}`],
       ['errors', String(errors)],
     ],
     verdict: { pass: errors === 0 && s.ok === count, reasons: errors ? [`${errors} errors`] : [] },

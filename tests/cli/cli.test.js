@@ -12,7 +12,10 @@ const { makeCerts } = require('../helpers/certs');
 
 describe('ged145 CLI', () => {
   it('a usage error is one line and a pointer to --help, exit 2', async () => {
-    for (const args of [['nope'], ['gateway', '--bogus'], ['router', '--rate', 'fast'], ['rest-sim', '--error-rate', 'x'], ['router', '--sides', 'C'], ['router', '--rate', '-5'], ['router', '--rate=-5'], ['gateway', '--port']]) {
+    for (const args of [
+      ['nope'], ['gateway', '--bogus'], ['router', '--rate', 'fast'], ['rest-sim', '--error-rate', 'x'], ['router', '--sides', 'C'], ['router', '--rate', '-5'],
+      ['router', '--rate=-5'], ['gateway', '--port'],
+    ]) {
       const r = await runCli(args);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.err}`);
       const lines = r.err.trimEnd().split('\n');
@@ -39,7 +42,6 @@ describe('ged145 CLI', () => {
     let certs;
     let dir;
     const fs = require('node:fs');
-    const os = require('node:os');
     const path = require('node:path');
     before(() => {
       certs = makeCerts();
@@ -102,7 +104,6 @@ describe('ged145 CLI', () => {
 
   it('a bad config file names the key and exits 1', async () => {
     const fs = require('node:fs');
-    const os = require('node:os');
     const path = require('node:path');
     const file = path.join(tmpDir(), 'bad.json');
     fs.writeFileSync(file, JSON.stringify({ limits: { maxInFlight: -1 } }));

@@ -78,7 +78,9 @@ describe('logs', () => {
     const script = `
       const { createLogger } = require('./lib/logger');
       const log = createLogger({ component: 'gateway' });
-      log.info('session opened', { connectInfo: 'lab\\n2026-01-01T00:00:00.000Z error [gateway] FORGED\\u001b[31m', subtype: 'a\\rb', nested: { v: '\\u001b[2J' } });
+      log.info(
+        'session opened', { connectInfo: 'lab\\n2026-01-01T00:00:00.000Z error [gateway] FORGED\\u001b[31m', subtype: 'a\\rb', nested: { v: '\\u001b[2J' } }
+      );
       log.warn('PARAM\\nFORGED');
     `;
     const r = spawnSync(process.execPath, ['-e', script], { cwd: `${__dirname}/../..`, encoding: 'utf8' });
@@ -92,11 +94,14 @@ describe('logs', () => {
 
   it('describeQuery: redact hides CLID, CED, CDPD, DN and every value; absent fields are left out', () => {
     const q = {
-      invokeId: 4, subtype: 's', clid: '5551234567', dn: '8005551000', ced: '12#', vars: { 1: 'secret' }, ecc: { 'user.a': 'x' }, eccArrays: [{ name: 'user.h', index: 2, value: 'y' }],
+      invokeId: 4, subtype: 's', clid: '5551234567', dn: '8005551000', ced: '12#', vars: { 1: 'secret' }, ecc: { 'user.a': 'x' }, eccArrays: [{
+        name: 'user.h', index: 2, value: 'y',
+      }],
     };
     const shown = describeQuery(q, 9, true);
     assert.deepEqual(shown, {
-      session: 9, invokeId: 4, subtype: 's', clid: '[redacted]', ced: '[redacted]', dn: '[redacted]', vars: { 1: '[redacted]' }, ecc: { 'user.a': '[redacted]' }, eccArrays: [{ name: 'user.h', index: 2, value: '[redacted]' }],
+      session: 9, invokeId: 4, subtype: 's', clid: '[redacted]', ced: '[redacted]', dn: '[redacted]', vars: { 1: '[redacted]' },
+      ecc: { 'user.a': '[redacted]' }, eccArrays: [{ name: 'user.h', index: 2, value: '[redacted]' }],
     });
     const bare = describeQuery({ invokeId: 5, subtype: 's' }, 9, false);
     assert.deepEqual(bare, { session: 9, invokeId: 5, subtype: 's' });

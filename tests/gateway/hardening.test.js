@@ -178,9 +178,13 @@ describe('hardening: router side', function () {
       }
     });
 
-    for (const [key, value] of [['limits.openTimeoutMs', 2 ** 31], ['limits.defaultIdleTimeoutMs', 10], ['limits.maxMessageLength', 100], ['shutdownTimeoutMs', 2 ** 31]]) {
+    for (const [
+      key, value,
+    ] of [['limits.openTimeoutMs', 2 ** 31], ['limits.defaultIdleTimeoutMs', 10], ['limits.maxMessageLength', 100], ['shutdownTimeoutMs', 2 ** 31]]) {
       it(`config refuses ${key} = ${value} with its range`, () => {
-        assert.throws(() => loadConfig({ env: {}, overrides: { [key]: value } }), new RegExp(`${key.replace('.', '\\.')} must be an integer from \\d+ to \\d+`));
+        assert.throws(
+          () => loadConfig({ env: {}, overrides: { [key]: value } }), new RegExp(`${key.replace('.', '\\.')} must be an integer from \\d+ to \\d+`)
+        );
       });
     }
   });
@@ -221,7 +225,9 @@ describe('hardening: router side', function () {
       try {
         c.socket.write(serialize.openReq({ invokeId: 1, version: 2, idleTimeoutMs: 60_000 }));
         const ids = Array.from({ length: 3000 }, (_, i) => 10 + i);
-        c.socket.write(Buffer.concat(ids.map((id) => serialize.queryReq({ invokeId: id, routerCallDay: 1, routerCallKey: id, subtype: 's', clid: '5551234567' }))));
+        c.socket.write(Buffer.concat(ids.map((id) => serialize.queryReq({
+          invokeId: id, routerCallDay: 1, routerCallKey: id, subtype: 's', clid: '5551234567',
+        }))));
         await until(() => c.messages.length > 5, 5000, 'first replies');
         const stopped = stack.gateway.shutdown('test drain');
         await until(() => c.closed, 10_000, 'the close');
@@ -233,7 +239,9 @@ describe('hardening: router side', function () {
         for (const m of replies) {
           assert.ok(!seen.has(m.invokeId), `one reply for ${m.invokeId}`);
           seen.add(m.invokeId);
-          assert.ok(m.type === 'QUERY_RESP' || (m.type === 'FAILURE_CONF' && [STATUS.E_AG_HOST_OFFLINE, STATUS.E_AG_HOST_ERROR1].includes(m.status)), JSON.stringify(m));
+          assert.ok(
+            m.type === 'QUERY_RESP' || (m.type === 'FAILURE_CONF' && [STATUS.E_AG_HOST_OFFLINE, STATUS.E_AG_HOST_ERROR1].includes(m.status)), JSON.stringify(m)
+          );
         }
         assert.equal(c.messages.at(-1).type, 'FAILURE_EVENT');
         assert.equal(c.messages.at(-1).status, STATUS.E_AG_HOST_OFFLINE);
@@ -396,7 +404,9 @@ describe('hardening: router side', function () {
     try {
       await c.open();
       const ids = Array.from({ length: 300 }, (_, i) => 10 + i);
-      c.send(Buffer.concat(ids.map((id) => serialize.queryReq({ invokeId: id, routerCallDay: 1, routerCallKey: id, subtype: id === 10 ? 'evil\n\x1b[31m"' : `sub${id}` }))));
+      c.send(Buffer.concat(ids.map((id) => serialize.queryReq({
+        invokeId: id, routerCallDay: 1, routerCallKey: id, subtype: id === 10 ? 'evil\n\x1b[31m"' : `sub${id}`,
+      }))));
       c.query(999, { subtype: 'route.one' });
       await c.waitForCount(302);
       const text = await stack.gateway.metrics.text();

@@ -135,7 +135,8 @@ describe('queries against a backend that misbehaves', () => {
     assert.equal(req.url, '/query/acct.lookup');
     assert.equal(req.headers['content-type'], 'application/json');
     assert.deepEqual(JSON.parse(req.body), {
-      subtype: 'acct.lookup', invokeId: 5, routerCallDay: 1, routerCallKey: 5, duplicate: true, noScriptReply: false, ced: '12#', clid: '5551234567', cdpd: '9', routingClient: 'RC', dn: '800', vars: { 2: 'v' }, ecc: { 'a.b': 'c' },
+      subtype: 'acct.lookup', invokeId: 5, routerCallDay: 1, routerCallKey: 5, duplicate: true, noScriptReply: false, ced: '12#', clid: '5551234567', cdpd: '9',
+      routingClient: 'RC', dn: '800', vars: { 2: 'v' }, ecc: { 'a.b': 'c' },
     });
   });
 

@@ -16,7 +16,10 @@ const {
 const { loadConfig } = require('../../gateway/config');
 
 describe('route templates', () => {
-  const hostile = ['/', '..', '.', '../../admin', '?x=1', '#frag', '%2e%2e', '100%', 'a\r\nX-Injected: 1', 'caf\u00e9', '\u{1F600}', 'x'.repeat(255), '@evil.example', '\\..\\'];
+  const hostile = [
+    '/', '..', '.', '../../admin', '?x=1', '#frag', '%2e%2e', '100%', 'a\r\nX-Injected: 1', 'caf\u00e9', '\u{1F600}', 'x'.repeat(255),
+    '@evil.example', '\\..\\',
+  ];
 
   it('cannot leave the path segment: no /, ?, #, raw %, CR or LF; "", "." and ".." are refused', () => {
     const tpl = parseTemplate('http://127.0.0.1:3000/customers/{clid}/x?dn={dn}');
@@ -166,7 +169,6 @@ describe('gateway config', () => {
 
   it('layers defaults <- file <- environment <- flags', () => {
     const fs = require('node:fs');
-    const os = require('node:os');
     const file = path.join(tmpDir(), 'c.json');
     fs.writeFileSync(file, JSON.stringify({ port: 6000, deadlineMs: 200, backend: { url: 'http://file:1' }, limits: { maxSessions: 8 } }));
     const c = loadConfig({ file, env: { GED145_DEADLINE_MS: '220', GED145_BACKEND_URL: 'http://env:2' }, overrides: { 'backend.url': 'http://flag:3' } });

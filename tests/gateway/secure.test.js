@@ -14,7 +14,10 @@ const { makeCerts } = require('../helpers/certs');
 
 const V = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'des-vectors.json'), 'utf8'));
 const KEY = '12345678';
-const ECHO = [{ subtype: 'echo', clid: '555{rand:1000000-1009999}', vars: { 1: 'v{seq}', 10: 'ten' }, ecc: { 'user.acct': 'A{seq}' }, eccArrays: [{ name: 'user.h', index: 200, value: 'x{seq}' }] }];
+const ECHO = [{
+  subtype: 'echo', clid: '555{rand:1000000-1009999}', vars: { 1: 'v{seq}', 10: 'ten' }, ecc: { 'user.acct': 'A{seq}' },
+  eccArrays: [{ name: 'user.h', index: 200, value: 'x{seq}' }],
+}];
 
 describe('DES-encrypted sessions', () => {
   let stack;
@@ -83,7 +86,6 @@ describe('DES-encrypted sessions', () => {
   });
 
   it('a key in des.keyFile works as GED145_DES_KEY does; a bad key stops the start naming its source, not its value', async () => {
-    const os = require('node:os');
     const { loadConfig } = require('../../gateway/config');
     const file = path.join(tmpDir(), 'des.key');
     fs.writeFileSync(file, '3132333435363738\n');
@@ -102,7 +104,9 @@ describe('TLS listener', function () {
   it('carries sessions over TLS with the same limits; a plain TCP client gets no session', async () => {
     const stack = await startStack({ gateway: { 'tls.cert': certs.serverCert, 'tls.key': certs.serverKey } });
     try {
-      const router = new Router({ targets: [{ host: '127.0.0.1', port: stack.port }], tls: { ca: fs.readFileSync(certs.ca), servername: 'localhost' }, seed: 3 });
+      const router = new Router({
+        targets: [{ host: '127.0.0.1', port: stack.port }], tls: { ca: fs.readFileSync(certs.ca), servername: 'localhost' }, seed: 3,
+      });
       await router.start();
       await router.runClosedLoop({ window: 4, count: 100 });
       const s = await router.stop();
@@ -123,7 +127,9 @@ describe('TLS listener', function () {
       const anonymous = new Router({ targets: [{ host: '127.0.0.1', port: stack.port }], tls: base, settings: { sessionRetryMs: 60_000 } });
       await assert.rejects(anonymous.start({ waitOpenMs: 1500 }), /no session opened/);
       await anonymous.stop({ drainMs: 0 });
-      const router = new Router({ targets: [{ host: '127.0.0.1', port: stack.port }], tls: { ...base, cert: fs.readFileSync(certs.clientCert), key: fs.readFileSync(certs.clientKey) } });
+      const router = new Router({
+        targets: [{ host: '127.0.0.1', port: stack.port }], tls: { ...base, cert: fs.readFileSync(certs.clientCert), key: fs.readFileSync(certs.clientKey) },
+      });
       await router.start();
       await router.runClosedLoop({ window: 2, count: 20 });
       assert.equal((await router.stop()).ok, 20);
@@ -137,7 +143,9 @@ describe('TLS listener', function () {
     const { runCli } = require('../helpers/spawn');
     const stack = await startStack({ env: { GED145_DES_KEY: KEY }, gateway: { 'tls.cert': certs.serverCert, 'tls.key': certs.serverKey } });
     try {
-      const r = await runCli(['router', '--port', String(stack.port), '--tls', '--tls-ca', certs.ca, '--des-key', '3132333435363738', '--rate', '50', '--duration', '1', '--json']);
+      const r = await runCli([
+        'router', '--port', String(stack.port), '--tls', '--tls-ca', certs.ca, '--des-key', '3132333435363738', '--rate', '50', '--duration', '1', '--json',
+      ]);
       assert.equal(r.code, 0, r.err);
       const s = JSON.parse(r.out);
       assert.equal(s.ok, 50);

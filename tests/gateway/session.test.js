@@ -132,7 +132,9 @@ describe('gateway sessions', () => {
   it('answers 500 pipelined queries in one write exactly once each', async () => {
     await client.open();
     const ids = Array.from({ length: 500 }, (_, i) => 1000 + i);
-    client.send(Buffer.concat(ids.map((id) => serialize.queryReq({ invokeId: id, routerCallDay: 1, routerCallKey: id, subtype: 'echo', vars: { 1: String(id) } }))));
+    client.send(Buffer.concat(ids.map((id) => serialize.queryReq({
+      invokeId: id, routerCallDay: 1, routerCallKey: id, subtype: 'echo', vars: { 1: String(id) },
+    }))));
     await client.waitForCount(1 + ids.length, 10_000);
     await new Promise((r) => setTimeout(r, 100)); // a second reply would arrive now
     const replies = client.messages.slice(1);

@@ -216,7 +216,8 @@ describe('Session (unit, fake clock)', () => {
     make({ 'log.redact': true, 'log.level': 'debug' });
     open();
     socket.feed(serialize.queryReq({
-      invokeId: 9, routerCallDay: 1, routerCallKey: 1, subtype: 'x', clid: '5559876543', ced: '4444', cdpd: '77', vars: { 1: 'secret-var' }, ecc: { 'user.pin': '9999' }, eccArrays: [{ name: 'user.a', index: 0, value: 'hidden' }],
+      invokeId: 9, routerCallDay: 1, routerCallKey: 1, subtype: 'x', clid: '5559876543', ced: '4444', cdpd: '77', vars: { 1: 'secret-var' },
+      ecc: { 'user.pin': '9999' }, eccArrays: [{ name: 'user.a', index: 0, value: 'hidden' }],
     }));
     const text = JSON.stringify(gateway.log.lines);
     assert.match(text, /"invokeId":9/);
@@ -231,7 +232,8 @@ describe('Session partial-frame timer under steady traffic', () => {
       const config = loadConfig({ env: {}, overrides: { 'backend.url': 'http://127.0.0.1:1', 'limits.partialFrameTimeoutMs': 1000 } });
       const socket = new FakeSocket();
       const gateway = {
-        config, log: captureLogger('info'), metrics: new Metrics({ collectDefault: false }), backend: new FakeBackend(), admitSession: () => null, releaseSession() {}, onSessionClosed() {}, onSessionIdle() {},
+        config, log: captureLogger('info'), metrics: new Metrics({ collectDefault: false }), backend: new FakeBackend(), admitSession: () => null,
+        releaseSession() {}, onSessionClosed() {}, onSessionIdle() {},
       };
       const session = new Session(socket, gateway);
       socket.feed(serialize.openReq({ invokeId: 1, version: 2, idleTimeoutMs: 60000 }));

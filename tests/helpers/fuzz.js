@@ -78,7 +78,9 @@ class Fuzzer {
 
   /** A well-formed query whose echo the canary can check. */
   static query(invokeId) {
-    return serialize.queryReq({ invokeId, routerCallDay: 1, routerCallKey: invokeId, subtype: 'echo', vars: { 1: `v${invokeId}` }, ecc: { 'user.id': String(invokeId) } });
+    return serialize.queryReq({
+      invokeId, routerCallDay: 1, routerCallKey: invokeId, subtype: 'echo', vars: { 1: `v${invokeId}` }, ecc: { 'user.id': String(invokeId) },
+    });
   }
 }
 

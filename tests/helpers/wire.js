@@ -67,7 +67,9 @@ class WireClient {
 
   until(probe, ms, what, closeOk = false) {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}; got ${JSON.stringify(this.messages.map((m) => [m.type, m.invokeId, m.status]))}`)), ms);
+      const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}; got ${JSON.stringify(this.messages.map((m) => [
+        m.type, m.invokeId, m.status,
+      ]))}`)), ms);
       const attempt = () => {
         const v = probe();
         if (v !== undefined) {

@@ -65,7 +65,9 @@ describe('DES field encryption', () => {
 
   it('an encrypted field holds at most 248 bytes (padded to 256 it would not fit a tag)', () => {
     serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(248) } }, undefined, enc);
-    assert.throws(() => serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(249) } }, undefined, enc), (e) => e instanceof EncodeError && e.code === 'tag-too-long');
+    assert.throws(
+      () => serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(249) } }, undefined, enc), (e) => e instanceof EncodeError && e.code === 'tag-too-long'
+    );
   });
 
   it('ignores a field that is not whole blocks or not ASCII once decrypted, and keeps the rest', () => {

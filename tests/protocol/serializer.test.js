@@ -50,7 +50,10 @@ describe('serializer', () => {
     cdpd: fc.option(text(40), { nil: undefined }),
     vars: fc.option(fc.dictionary(fc.integer({ min: 1, max: 10 }).map(String), text(40), { maxKeys: 10 }).map((d) => ({ ...d })), { nil: undefined }),
     ecc: fc.option(fc.dictionary(name, text(100), { minKeys: 1, maxKeys: 5 }).map((d) => ({ ...d })), { nil: undefined }),
-    eccArrays: fc.option(fc.array(fc.record({ name, index: fc.integer({ min: 0, max: 255 }), value: text(100) }).map((r) => ({ ...r })), { minLength: 1, maxLength: 4 }), { nil: undefined }),
+    eccArrays: fc.option(
+      fc.array(fc.record({ name, index: fc.integer({ min: 0, max: 255 }), value: text(100) }).map((r) => ({ ...r })), { minLength: 1, maxLength: 4 }),
+      { nil: undefined }
+    ),
   };
 
   it('property: random QUERY_REQ messages round-trip encode -> decode', () => {

@@ -135,7 +135,8 @@ describe(`fuzz: ${FRAMES.toLocaleString('en-US')} random and mutated frames thro
     const peak = Math.max(...rss);
     assert.ok(peak < 400, `peak RSS ${peak.toFixed(0)} MiB`);
     record('fuzz', {
-      frames: sent, fuzzConnections: connections, repliesToFuzz: fuzzReplies, closedByFatalFrame: fatalCloses, canaryQueries: canaryIds.length, canaryReplies: replies.length, lost: 0, duplicated: 0, peakRssMb: Math.round(peak),
+      frames: sent, fuzzConnections: connections, repliesToFuzz: fuzzReplies, closedByFatalFrame: fatalCloses, canaryQueries: canaryIds.length,
+      canaryReplies: replies.length, lost: 0, duplicated: 0, peakRssMb: Math.round(peak),
     });
   });
 });

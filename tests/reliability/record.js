@@ -13,7 +13,7 @@ function record(scenario, data) {
   figures[scenario] = data;
 }
 
-after(function writeFigures() { // eslint-disable-line no-undef
+after(function writeFigures() {
   if (Object.keys(figures).length === 0) return;
   const file = process.env.GED145_RELIABILITY_JSON;
   if (file) {

@@ -1,12 +1,13 @@
 'use strict';
 
+/* global document, window -- page.evaluate callbacks run in the browser */
+
 // The suites end to end against a real gateway and REST simulator (child processes), the
 // process monitor with both sources, and the reports.
 
 const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { runSuites, writeHtml, writeJson } = require('../../runner');
 const { ProcessMonitor, hasPidstat, slope } = require('../../runner/monitor');
@@ -70,7 +71,9 @@ describe('test runner', function () {
     writeHtml(file, run, 'ged145 test-suite report');
     const browser = await chromium.launch({
       executablePath,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      ],
     });
     try {
       const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });

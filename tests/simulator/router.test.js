@@ -47,7 +47,9 @@ describe('router simulator against scripted hosts', () => {
     host = await startFakeHost(polite({
       OPEN_REQ: (m, conn) => conn.send(m.version > 2 ? serialize.failureConf(m.invokeId, STATUS.E_AG_INVALID_VERSION) : serialize.openConf(m.invokeId)),
     }));
-    const router = new Router({ targets: [{ host: '127.0.0.1', port: host.port }], settings: { versions: [2, 4, 3], heartbeatIntervalMs: 2500, connectInfo: 'lab-A' } });
+    const router = new Router({
+      targets: [{ host: '127.0.0.1', port: host.port }], settings: { versions: [2, 4, 3], heartbeatIntervalMs: 2500, connectInfo: 'lab-A' },
+    });
     await router.start();
     const opens = host.connections[0].received.filter((m) => m.type === 'OPEN_REQ');
     assert.deepEqual(opens.map((o) => o.version), [4, 3, 2]);
@@ -135,7 +137,9 @@ describe('router simulator against scripted hosts', () => {
     host = await startFakeHost(polite({
       HEARTBEAT_REQ: (m, conn) => { if (answer) conn.send(serialize.heartbeatConf(m.invokeId)); },
     }));
-    const router = new Router({ targets: [{ host: '127.0.0.1', port: host.port }], settings: { heartbeatIntervalMs: 50, heartbeatTimeoutMs: 40, heartbeatRetryMs: 100 } });
+    const router = new Router({
+      targets: [{ host: '127.0.0.1', port: host.port }], settings: { heartbeatIntervalMs: 50, heartbeatTimeoutMs: 40, heartbeatRetryMs: 100 },
+    });
     await router.start();
     await until(() => router.stats.heartbeats.missed >= 1);
     answer = true;
@@ -183,7 +187,10 @@ describe('router simulator against scripted hosts', () => {
       assert.ok(qa.every((m) => !m.duplicate) && qb.every((m) => m.duplicate));
       await dup.stop();
 
-      const hot = new Router({ targets: [{ host: '127.0.0.1', port: a.port }, { host: '127.0.0.1', port: b.port }], sides: ['A', 'B'], mode: 'hot-standby', settings: { sessionRetryMs: 60_000 } });
+      const hot = new Router({
+        targets: [{ host: '127.0.0.1', port: a.port }, { host: '127.0.0.1', port: b.port }], sides: ['A', 'B'], mode: 'hot-standby',
+        settings: { sessionRetryMs: 60_000 },
+      });
       await hot.start();
       hot.query();
       await until(() => hot.stats.ok === 1);
@@ -234,14 +241,18 @@ describe('router simulator against scripted hosts', () => {
 describe('query mix', () => {
   it('fills templates deterministically from a seed and respects weights', () => {
     const { prng } = require('../../rest-sim/customers');
-    const mix = new QueryMix([{ weight: 3, subtype: 'a', clid: '555{rand:1000-1999}', vars: { 1: 'n{seq}' } }, { weight: 1, subtype: 'b', ecc: { 'x.y': '{pick:p|q}' } }], prng(1));
+    const mix = new QueryMix(
+      [{ weight: 3, subtype: 'a', clid: '555{rand:1000-1999}', vars: { 1: 'n{seq}' } }, { weight: 1, subtype: 'b', ecc: { 'x.y': '{pick:p|q}' } }], prng(1)
+    );
     const qs = Array.from({ length: 4000 }, () => mix.next());
     const a = qs.filter((q) => q.subtype === 'a');
     assert.ok(a.length > 2800 && a.length < 3200, `${a.length}`);
     assert.ok(a.every((q) => /^5551\d{3}$/.test(q.clid)));
     assert.equal(qs[0].vars ? qs[0].vars[1] : qs[1].vars[1], qs[0].vars ? 'n1' : 'n2');
     assert.ok(qs.filter((q) => q.subtype === 'b').every((q) => ['p', 'q'].includes(q.ecc['x.y'])));
-    const again = new QueryMix([{ weight: 3, subtype: 'a', clid: '555{rand:1000-1999}', vars: { 1: 'n{seq}' } }, { weight: 1, subtype: 'b', ecc: { 'x.y': '{pick:p|q}' } }], prng(1));
+    const again = new QueryMix(
+      [{ weight: 3, subtype: 'a', clid: '555{rand:1000-1999}', vars: { 1: 'n{seq}' } }, { weight: 1, subtype: 'b', ecc: { 'x.y': '{pick:p|q}' } }], prng(1)
+    );
     assert.deepEqual(Array.from({ length: 50 }, () => again.next()), qs.slice(0, 50));
     assert.throws(() => new QueryMix([{ subtype: 'x', bogus: 1 }]), /bogus/);
   });

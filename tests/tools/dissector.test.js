@@ -6,8 +6,6 @@
 
 const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { MessageReader } = require('../../lib/protocol');
@@ -102,15 +100,22 @@ describe('Wireshark dissector (tshark)', function () {
   });
 
   it('the capture really holds split and coalesced frames', () => {
-    const out = tshark(['-o', `ged145.port:${port}`, '-r', pcap, '-T', 'fields', '-e', 'tcp.len', '-e', 'ged145.type', '-E', 'occurrence=a', '-E', 'aggregator=|']);
+    const out = tshark([
+      '-o', `ged145.port:${port}`, '-r', pcap, '-T', 'fields', '-e', 'tcp.len', '-e', 'ged145.type', '-E', 'occurrence=a', '-E', 'aggregator=|',
+    ]);
     const rows = out.trim().split('\n').map((l) => l.split('\t'));
     assert.ok(rows.some(([len, types]) => Number(len) > 0 && !types), 'a segment that carries only part of a frame');
     assert.ok(rows.some(([, types]) => types && types.split('|').length > 1), 'a segment that carries several frames');
   });
 
   it('registers display-filter fields under ged145.', () => {
-    const fields = execFileSync('tshark', ['-G', 'fields', '-X', `lua_script:${LUA}`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 256 * 1024 * 1024 });
-    for (const name of ['ged145.type', 'ged145.invoke_id', 'ged145.status', 'ged145.subtype', 'ged145.var1', 'ged145.var10', 'ged145.clid', 'ged145.ecc.name', 'ged145.ecc_array.index', 'ged145.flags.duplicate', 'ged145.session_key']) {
+    const fields = execFileSync(
+      'tshark', ['-G', 'fields', '-X', `lua_script:${LUA}`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 256 * 1024 * 1024 }
+    );
+    for (const name of [
+      'ged145.type', 'ged145.invoke_id', 'ged145.status', 'ged145.subtype', 'ged145.var1', 'ged145.var10', 'ged145.clid', 'ged145.ecc.name',
+      'ged145.ecc_array.index', 'ged145.flags.duplicate', 'ged145.session_key',
+    ]) {
       assert.ok(fields.includes(`\t${name}\t`), name);
     }
   });
