@@ -4,11 +4,11 @@
 // with an empty QUERY_RESP) and does no other work. Prints its port on stdout.
 
 const net = require('node:net');
-const { MessageReader, serialize, MESSAGE_TYPES: T } = require('../lib/protocol');
+const { MessageReader, serialize, MESSAGE_TYPES: T, DIRECTION } = require('../lib/protocol');
 
 net.createServer({ noDelay: true }, (socket) => {
   const reader = new MessageReader({
-    from: 'router',
+    direction: DIRECTION.ROUTER_TO_HOST,
     onMessage(m) {
       if (m.typeId === T.HEARTBEAT_REQ) socket.write(serialize.heartbeatConf(m.invokeId));
       else if (m.typeId === T.OPEN_REQ) socket.write(serialize.openConf(m.invokeId));

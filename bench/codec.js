@@ -42,7 +42,7 @@ const FULL_QUERY = {
 };
 
 function queryPairCase() {
-  const chunk = Buffer.concat(Array.from({ length: BATCH }, (_, i) => serialize.queryReq({ ...FULL_QUERY, invokeId: i }, true)));
+  const chunk = Buffer.concat(Array.from({ length: BATCH }, (_, i) => serialize.queryReq({ ...FULL_QUERY, invokeId: i }, { nul: true })));
   let bytes = 0;
   const reader = new MessageReader({
     onMessage: (q) => {

@@ -8,7 +8,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const net = require('node:net');
 const { performance } = require('node:perf_hooks');
-const { MessageReader, serialize } = require('../lib/protocol');
+const { MessageReader, serialize, DIRECTION } = require('../lib/protocol');
 const { newHistogram } = require('../simulator/stats');
 const { readProc } = require('../runner/monitor');
 
@@ -96,7 +96,7 @@ async function runClient({ port, kind = 'heartbeat', window = 1, durationMs = 30
     socket.write(kind === 'heartbeat' ? serialize.heartbeatReq(id) : serialize.queryReq({ ...QUERY, invokeId: id, routerCallKey: id }));
   };
   const reader = new MessageReader({
-    from: 'host',
+    direction: DIRECTION.HOST_TO_ROUTER,
     onMessage(m) {
       if (m.type === 'OPEN_CONF') return resolveOpen();
       const sentAt = pending.get(m.invokeId);

@@ -4,10 +4,10 @@
 // encodable: values become ASCII text (other characters become '?'), too-long values are cut to
 // the tag limits, and anything that cannot be carried is dropped. Each change is noted for the log.
 
-const { MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT } = require('../lib/protocol');
-
-const NON_ASCII = /[^\x01-\x7f]/g;
-const NON_ASCII_TEST = /[^\x01-\x7f]/;
+const {
+  MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT, text: { NOT_WIRE_TEXT, toWireText },
+} = require('../lib/protocol');
+const { isObject, setOwn } = require('../lib/objects');
 
 function toText(value, limit, field, notes) {
   if (value === undefined || value === null) return undefined;
@@ -18,8 +18,8 @@ function toText(value, limit, field, notes) {
     notes.push(`${field} dropped: not a string, number or boolean`);
     return undefined;
   }
-  if (NON_ASCII_TEST.test(s)) {
-    s = s.replace(NON_ASCII, '?');
+  if (NOT_WIRE_TEXT.test(s)) {
+    s = toWireText(s);
     notes.push(`${field}: non-ASCII characters replaced with '?'`);
   }
   if (s.length > limit) {
@@ -27,10 +27,6 @@ function toText(value, limit, field, notes) {
     notes.push(`${field} truncated to ${limit} bytes`);
   }
   return s;
-}
-
-function isObject(v) {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /**
@@ -57,15 +53,14 @@ function fillAnswer(resp, answer, tagLimit = MAX_TAG_DATA) {
   if (isObject(answer.ecc)) {
     let ecc;
     for (const name of Object.keys(answer.ecc)) {
-      if (name.length === 0 || name.length > MAX_ECC_NAME || NON_ASCII_TEST.test(name)) {
+      if (name.length === 0 || name.length > MAX_ECC_NAME || NOT_WIRE_TEXT.test(name)) {
         notes.push(`ecc '${name.slice(0, 40)}' dropped: name must be 1..${MAX_ECC_NAME} ASCII characters`);
         continue;
       }
       const v = toText(answer.ecc[name], MAX_ECC_VALUE, `ecc.${name}`, notes);
       if (v !== undefined) {
         if (!ecc) ecc = {};
-        if (name === '__proto__') Object.defineProperty(ecc, name, { value: v, enumerable: true, writable: true });
-        else ecc[name] = v;
+        setOwn(ecc, name, v);
       }
     }
     resp.ecc = ecc;
@@ -74,7 +69,7 @@ function fillAnswer(resp, answer, tagLimit = MAX_TAG_DATA) {
     const out = [];
     for (const el of answer.eccArrays) {
       const ok = isObject(el) && typeof el.name === 'string' && el.name.length > 0 && el.name.length <= MAX_ECC_NAME
-        && !NON_ASCII_TEST.test(el.name) && Number.isInteger(el.index) && el.index >= 0 && el.index <= 255;
+        && !NOT_WIRE_TEXT.test(el.name) && Number.isInteger(el.index) && el.index >= 0 && el.index <= 255;
       if (!ok) {
         notes.push('an eccArrays element dropped: it needs name (1..32 ASCII), index (0..255) and value');
         continue;

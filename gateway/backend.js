@@ -11,6 +11,7 @@ const {
   queryJson, fillTemplate, encodeSegment, jsonPath, mapResponse, PlaceholderError,
 } = require('./routes');
 const { createEngine } = require('./engines');
+const { text: { printable } } = require('../lib/protocol');
 const { BackendHealth } = require('./backend-health');
 const { LogThrottle } = require('./log-throttle');
 
@@ -55,7 +56,7 @@ class Backend {
     } catch (err) {
       if (!(err instanceof PlaceholderError)) throw err;
       const n = this.throttle.hit('placeholder');
-      if (n && this.log) this.log.warn(`query refused before the backend: ${err.message}`, { subtype: printable(q.subtype), invokeId: q.invokeId, count: n });
+      if (n && this.log) this.log.warn(`query refused before the backend: ${err.message}`, { subtype: logText(q.subtype), invokeId: q.invokeId, count: n });
       return { kind: 'app-error', text: err.message, reason: 'bad-placeholder' };
     }
   }
@@ -102,7 +103,7 @@ class Backend {
       // The handler's own words stay in the host's log; the router gets E_AG_HOST_ERROR1.
       const n = this.throttle.hit('module-error');
       if (n && this.log) this.log.error(
-        `handler module failed: ${errorText(err)}`, { module: route.file, subtype: printable(q.subtype), invokeId: q.invokeId, count: n }
+        `handler module failed: ${errorText(err)}`, { module: route.file, subtype: logText(q.subtype), invokeId: q.invokeId, count: n }
       );
       return hostError('module-error', 'handler module failed');
     }
@@ -177,9 +178,7 @@ function errorText(err) {
 }
 
 /** Router-supplied text for a log field: printable, bounded. */
-function printable(text) {
-  return text === undefined ? undefined : String(text).replace(/[^\x20-\x7e]/g, '?').slice(0, 64);
-}
+const logText = (text) => (text === undefined ? undefined : printable(text, 64));
 
 function lowerKeys(obj) {
   const out = {};

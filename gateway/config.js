@@ -10,6 +10,8 @@ const { DEFAULT_MAX_MESSAGE_LENGTH, des } = require('../lib/protocol');
 const { OperatorError } = require('../lib/cli-errors');
 const { compileRoute } = require('./routes');
 const { compileAllowlist } = require('./allowlist');
+const { isObject } = require('../lib/objects');
+const { ENGINE_NAMES } = require('./engines');
 
 const DEFAULTS = Object.freeze({
   host: '0.0.0.0',
@@ -78,10 +80,6 @@ const ENV = {
 /** Objects whose keys are the user's (subtypes, header names): taken whole, never merged key by key. */
 const OPAQUE_KEYS = new Set(['routes', 'headers']);
 
-function isObject(v) {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 function merge(base, over, prefix = '') {
   const out = { ...base };
   for (const [k, v] of Object.entries(over || {})) {
@@ -143,7 +141,7 @@ function validate(c, baseDir, env) {
   check(c.backend.url === null || (typeof c.backend.url === 'string' && /^https?:\/\/[^/?#]+/.test(c.backend.url)), 'backend.url', 'must be an http:// or https:// URL');
   check(c.backend.url === null || !/[?#]/.test(c.backend.url), 'backend.url',
     'must not have a query string or fragment: the default contract POSTs to {backend.url}/query/{subtype} (use a route for anything else)');
-  check(['undici', 'axios'].includes(c.backend.engine), 'backend.engine', "must be 'undici' or 'axios'");
+  check(ENGINE_NAMES.includes(c.backend.engine), 'backend.engine', `must be one of ${ENGINE_NAMES.join(', ')}`);
   check(intIn(c.backend.connections, 1, 10_000), 'backend.connections', 'must be an integer from 1 to 10000');
   check(intIn(c.backend.maxResponseBytes, 1, 64 * 1024 * 1024), 'backend.maxResponseBytes', 'must be a positive integer');
   check(isObject(c.backend.headers), 'backend.headers', 'must be an object');

@@ -6,6 +6,7 @@
 // "(other)". Label values are printable ASCII, at most 64 characters.
 
 const client = require('prom-client');
+const { text: { printable } } = require('../lib/protocol');
 
 const OTHER = '(other)';
 const NONE = '(none)';
@@ -102,7 +103,7 @@ class Metrics {
 
 /** A label value: printable ASCII (anything else becomes '?'), at most MAX_LABEL characters. */
 function labelValue(text) {
-  const s = String(text).replace(/[^\x20-\x7e]/g, '?');
+  const s = printable(text);
   return s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 3)}...` : s;
 }
 

@@ -16,29 +16,25 @@ const { fillAnswer } = require('./answer');
 const DES_BLOCK = 8;
 
 /**
- * What a session's replies must respect. encryptField: set on an encrypted session (each tag is
- * padded to DES blocks and encrypted); tagLimit: plaintext bytes per tag; maxBody: frame body limit.
+ * What a session's replies must respect: the frame body limit, and on an encrypted session its
+ * cipher (each tag padded to DES blocks and encrypted, so it carries at most cipher.maxField bytes).
  */
 class ReplyWriter {
   constructor({ maxBody }) {
     this.maxBody = maxBody;
-    this.encryptField = undefined;
+    this.cipher = undefined;
     this.tagLimit = MAX_TAG_DATA;
   }
 
-  encrypt(encryptField, tagLimit) {
-    this.encryptField = encryptField;
-    this.tagLimit = tagLimit;
-  }
-
-  plain() {
-    this.encryptField = undefined;
-    this.tagLimit = MAX_TAG_DATA;
+  /** des.createSessionCipher(...) for an encrypted session, undefined for a plain one. */
+  setCipher(cipher) {
+    this.cipher = cipher;
+    this.tagLimit = cipher === undefined ? MAX_TAG_DATA : cipher.maxField;
   }
 
   /** FAILURE_CONF with an ERROR text cut to ASCII and the tag limit (encrypted when the session is). */
   failureConf(invokeId, status, text) {
-    return serialize.failureConf(invokeId, status, asciiError(text, this.tagLimit), undefined, this.encryptField);
+    return serialize.failureConf(invokeId, status, asciiError(text, this.tagLimit), { cipher: this.cipher });
   }
 
   /**
@@ -55,7 +51,7 @@ class ReplyWriter {
   }
 
   encode(resp) {
-    return serialize.queryResp(resp, undefined, this.encryptField);
+    return serialize.queryResp(resp, { cipher: this.cipher });
   }
 
   /** Encodes resp, dropping ECC_ARRAY then ECC entries from the end until the frame fits; null if it never does. */
@@ -99,7 +95,7 @@ class ReplyWriter {
 
   /** Bytes one tag takes on the wire for `data` plaintext bytes. */
   tagCost(data) {
-    return 2 + (this.encryptField === undefined ? data : Math.ceil(data / DES_BLOCK) * DES_BLOCK);
+    return 2 + (this.cipher === undefined ? data : Math.ceil(data / DES_BLOCK) * DES_BLOCK);
   }
 }
 

@@ -184,5 +184,5 @@ function compileRoute(route, { baseDir, deadlineMs }) {
 }
 
 module.exports = {
-  PlaceholderError, queryJson, encodeSegment, parseTemplate, fillTemplate, resolveHeaders, jsonPath, mapResponse, compileRoute,
+  PlaceholderError, queryJson, encodeSegment, parseTemplate, fillTemplate, jsonPath, mapResponse, compileRoute,
 };

@@ -20,7 +20,7 @@
 
 const { performance } = require('node:perf_hooks');
 const {
-  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, des,
+  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, des, DIRECTION,
 } = require('../lib/protocol');
 const { InFlight } = require('./inflight');
 const { ReplyWriter } = require('./reply');
@@ -103,7 +103,7 @@ class Session {
     this.openTimer = setTimeout(onOpenTimeout, this.limits.openTimeoutMs, this);
 
     this.reader = new MessageReader({
-      from: 'router',
+      direction: DIRECTION.ROUTER_TO_HOST,
       maxMessageLength: this.limits.maxMessageLength,
       onMessage: (msg) => this.onMessage(msg),
       onError: (err) => this.onProtocolError(err),
@@ -230,14 +230,7 @@ class Session {
   /** docs/protocol.md, encryption: with a session key every tag of QUERY_REQ, QUERY_RESP and FAILURE_CONF is DES-encrypted. */
   setEncryption(sessionKey) {
     this.encrypted = sessionKey !== null;
-    if (sessionKey === null) {
-      this.reply.plain();
-      this.reader.crypt = undefined;
-      return;
-    }
-    this.reply.encrypt((data) => des.encryptField(sessionKey, data), des.MAX_ENCRYPTED_FIELD);
-    this.reader.crypt = {
-      decryptField: (data) => des.decryptField(sessionKey, data),
+    const cipher = sessionKey === null ? undefined : des.createSessionCipher(sessionKey, {
       onDropped: (tag, why) => {
         this.counters.droppedFields++;
         const n = this.throttle.hit('dropped-field');
@@ -245,7 +238,9 @@ class Session {
           `ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: n }
         );
       },
-    };
+    });
+    this.reply.setCipher(cipher);
+    this.reader.setCipher(cipher);
   }
 
   idleTimeoutFor(requested) {

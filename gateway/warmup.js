@@ -7,7 +7,7 @@
 // loopback HTTP server, never the real backend.
 
 const http = require('node:http');
-const { MessageReader, serialize } = require('../lib/protocol');
+const { MessageReader, serialize, DIRECTION } = require('../lib/protocol');
 const { Backend } = require('./backend');
 const { fillAnswer } = require('./answer');
 const { Metrics } = require('./metrics');
@@ -36,11 +36,11 @@ async function warmUp(config, { queries = 2000, concurrency = 32 } = {}) {
     metrics.observeQuery(q.subtype, 'ok', (performance.now() - started) / 1e6);
   };
   const pending = [];
-  const reader = new MessageReader({ from: 'router', onMessage: (q) => pending.push(q), onError: () => {} });
+  const reader = new MessageReader({ direction: DIRECTION.ROUTER_TO_HOST, onMessage: (q) => pending.push(q), onError: () => {} });
   const worker = async () => {
     while (next < queries) {
       const id = ++next;
-      reader.push(serialize.queryReq({ ...QUERY, invokeId: id, routerCallKey: id }, true));
+      reader.push(serialize.queryReq({ ...QUERY, invokeId: id, routerCallKey: id }, { nul: true }));
       await one(pending.shift());
     }
   };

@@ -6,7 +6,8 @@
 
 const express = require('express');
 const { Faults } = require('./faults');
-const { generateCustomers, prng } = require('./customers');
+const { generateCustomers } = require('./customers');
+const { prng } = require('../lib/prng');
 
 const NOT_JSON = 'this is not JSON {';
 
@@ -169,4 +170,4 @@ function decodeURIComponentSafe(s) {
   }
 }
 
-module.exports = { createRestSim, customerAnswer, NOT_JSON };
+module.exports = { createRestSim };

@@ -3,6 +3,8 @@
 // A deterministic synthetic customer base: the same seed always gives the same customers, so
 // tests, docs and load runs can name real CLIDs. Customer i has CLID 555 + (1000000 + i).
 
+const { prng } = require('../lib/prng');
+
 const FIRST = ['Ada', 'Ben', 'Chloe', 'Dev', 'Elena', 'Farid', 'Grace', 'Hiro', 'Ines', 'Jonas', 'Kemi', 'Luca', 'Mira', 'Noor', 'Omar', 'Priya'];
 const LAST = [
   'Almeida', 'Brown', 'Chen', 'Dubois', 'Eriksen', 'Fischer', 'Garcia', 'Haddad', 'Ivanova', 'Jensen', 'Kowalski', 'Lopez', 'Moreau', 'Nakamura', 'Okafor',
@@ -12,17 +14,6 @@ const TIERS = ['bronze', 'silver', 'gold', 'platinum'];
 const SKILLS = ['SG_General', 'SG_Billing', 'SG_Tech', 'SG_Premium'];
 const LANGUAGES = ['en', 'es', 'fr', 'de'];
 
-/** mulberry32: a small, fast, seeded PRNG. */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const clidOf = (i) => `555${1000000 + i}`;
 
@@ -48,4 +39,4 @@ function generateCustomers(count = 10000, seed = 145) {
   return { byClid, byAccount, count };
 }
 
-module.exports = { generateCustomers, clidOf, prng };
+module.exports = { generateCustomers, clidOf };

@@ -64,4 +64,4 @@ class Faults {
   }
 }
 
-module.exports = { Faults, DEFAULTS, DISTRIBUTIONS, validate };
+module.exports = { Faults, DEFAULTS, validate };

@@ -1,5 +1,6 @@
 'use strict';
 
+const { ENGINE_NAMES } = require('../gateway/engines');
 const path = require('node:path');
 const { runSuites, writeJson, writeHtml, SUITES } = require('./index');
 const { consoleReport } = require('./report/console');
@@ -85,7 +86,7 @@ async function main(values, positionalArgs) {
     target = { host: m[1], port: Number(m[2]) };
   } else if (values.pid) throw new UsageError('--pid goes with --target');
   if (values.monitor && !['pidstat', 'proc'].includes(values.monitor)) throw new UsageError('--monitor takes pidstat or proc');
-  if (values.engine && !['undici', 'axios'].includes(values.engine)) throw new UsageError('--engine takes undici or axios');
+  if (values.engine && !ENGINE_NAMES.includes(values.engine)) throw new UsageError(`--engine takes ${ENGINE_NAMES.join(' or ')}`);
   const suiteOptions = {};
   const set = (k, v) => { if (v !== undefined) suiteOptions[k] = v; };
   set('durationS', num(values, 'duration'));

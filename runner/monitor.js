@@ -159,4 +159,4 @@ function slope(points) {
   return den === 0 ? 0 : num / den;
 }
 
-module.exports = { ProcessMonitor, readProc, hasPidstat, slope, summarize };
+module.exports = { ProcessMonitor, readProc, hasPidstat, slope };

@@ -10,7 +10,7 @@ const { EventEmitter } = require('node:events');
 const { performance } = require('node:perf_hooks');
 const crypto = require('node:crypto');
 const {
-  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, MAX_UINT32, des,
+  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, MAX_UINT32, des, DIRECTION,
 } = require('../lib/protocol');
 const { FrameWriter, INVALID_KINDS } = require('./injector');
 
@@ -28,7 +28,7 @@ class RouterConnection extends EventEmitter {
     super();
     this.pcap = pcap; // a PcapWriter: every write and every data event is recorded
     this.desKey = desKey; // the private key: OPEN_REQ asks for encryption when set
-    this.encryptField = undefined;
+    this.cipher = undefined; // des.createSessionCipher once an encrypted session is open
     this.host = host;
     this.port = port;
     this.side = side;
@@ -85,7 +85,7 @@ class RouterConnection extends EventEmitter {
       : net.connect({ host: this.host, port: this.port }, onConnect);
     this.socket.setNoDelay(true);
     this.reader = new MessageReader({
-      from: 'host',
+      direction: DIRECTION.HOST_TO_ROUTER,
       onMessage: (m) => this.onMessage(m),
       onError: (e) => this.onProtocolError(e),
     });
@@ -131,7 +131,7 @@ class RouterConnection extends EventEmitter {
     this.write(serialize.openReq({
       invokeId: this.openInvokeId, version: this.version, idleTimeoutMs: 4 * s.heartbeatIntervalMs, encryption: this.desKey ? 1 : 0, config: s.connectInfo,
       sessionKey,
-    }, true));
+    }, { nul: true }));
   }
 
   write(buf) {
@@ -146,7 +146,7 @@ class RouterConnection extends EventEmitter {
     // A query behind an induced fatal frame is never read by the host: its loss is expected.
     this.pending.set(invokeId, { logical, sentAt: performance.now(), afterFatal: this.expectingFatal !== null });
     logical.outstanding++;
-    this.write(serialize.queryReq({ ...fields, invokeId }, true, this.encryptField));
+    this.write(serialize.queryReq({ ...fields, invokeId }, { nul: true, cipher: this.cipher }));
     return true;
   }
 
@@ -205,9 +205,8 @@ class RouterConnection extends EventEmitter {
       return;
     }
     if (this.desKey) {
-      const k = this.sessionKey;
-      this.encryptField = (data) => des.encryptField(k, data);
-      this.reader.crypt = { decryptField: (data) => des.decryptField(k, data), onDropped: () => this.stats.violation('undecryptable field from host') };
+      this.cipher = des.createSessionCipher(this.sessionKey, { onDropped: () => this.stats.violation('undecryptable field from host') });
+      this.reader.setCipher(this.cipher);
     }
     this.state = 'open';
     this.failedAttempts = 0;

@@ -11,7 +11,7 @@ const { routerSettings, MODES } = require('./settings');
 const { RunStats } = require('./stats');
 const { QueryMix } = require('./workload');
 const { REJECT_KINDS, FATAL_KINDS } = require('./injector');
-const { prng } = require('../rest-sim/customers');
+const { prng } = require('../lib/prng');
 const { PcapWriter } = require('./pcap');
 const { OperatorError } = require('../lib/cli-errors');
 

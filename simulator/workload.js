@@ -84,4 +84,4 @@ function loadScenario(file) {
   return Array.isArray(json) ? json : json.queries;
 }
 
-module.exports = { QueryMix, DEFAULT_MIX, loadScenario };
+module.exports = { QueryMix, loadScenario };

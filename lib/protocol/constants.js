@@ -90,8 +90,6 @@ const MAX_TAG_DATA = 255;
 /** [decision] ECC limits taken from the CTI convention. */
 const MAX_ECC_NAME = 32;
 const MAX_ECC_VALUE = 210;
-/** Peripheral variables are 40 characters in ICM; ICM truncates longer values itself. */
-const ICM_VAR_LENGTH = 40;
 const VAR_COUNT = 10;
 const MAX_UINT32 = 0xffffffff;
 
@@ -110,7 +108,6 @@ module.exports = {
   MAX_TAG_DATA,
   MAX_ECC_NAME,
   MAX_ECC_VALUE,
-  ICM_VAR_LENGTH,
   VAR_COUNT,
   MAX_UINT32,
 };

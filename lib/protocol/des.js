@@ -61,6 +61,19 @@ function decryptField(sessionKey, data) {
 /** Largest plaintext that still fits a one-byte tag length once padded: 248. */
 const MAX_ENCRYPTED_FIELD = 255 - (255 % BLOCK);
 
+/**
+ * The one object an encrypted session passes around: to the reader (decryptField, onDropped for a
+ * field that does not decrypt) and to the serializer (encryptField). sessionKey: the 8-byte K.
+ */
+function createSessionCipher(sessionKey, { onDropped } = {}) {
+  return {
+    encryptField: (data) => encryptField(sessionKey, data),
+    decryptField: (data) => decryptField(sessionKey, data),
+    onDropped,
+    maxField: MAX_ENCRYPTED_FIELD,
+  };
+}
+
 module.exports = {
-  parseKey, desEncrypt, desDecrypt, sealSessionKey, openSessionKey, encryptField, decryptField, MAX_ENCRYPTED_FIELD, BLOCK,
+  parseKey, desEncrypt, desDecrypt, sealSessionKey, openSessionKey, encryptField, decryptField, createSessionCipher, MAX_ENCRYPTED_FIELD,
 };

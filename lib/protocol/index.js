@@ -5,11 +5,13 @@
 const constants = require('./constants');
 const { ProtocolError, EncodeError, ERROR_CODES } = require('./errors');
 const { Framer } = require('./framer');
-const { decode } = require('./parser');
+const { decode, decodeFrame } = require('./parser');
 const { encode, serialize } = require('./serializer');
 const { MessageReader } = require('./reader');
 const messages = require('./messages');
 const des = require('./des');
+const text = require('./text');
+const { DIRECTION } = require('./direction');
 
 module.exports = {
   ...constants,
@@ -19,8 +21,11 @@ module.exports = {
   Framer,
   MessageReader,
   decode,
+  decodeFrame,
+  DIRECTION,
   encode,
   serialize,
   messages,
   des,
+  text,
 };

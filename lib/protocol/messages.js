@@ -3,7 +3,7 @@
 // One small class per message type, every field set in the constructor so that each type has one
 // stable shape. Field names follow vectors.json. Absent optional tags are `undefined`.
 
-const { MESSAGE_TYPES: T, STATUS_NAMES } = require('./constants');
+const { MESSAGE_TYPES: T, STATUS_NAMES, QUERY_FLAGS } = require('./constants');
 
 class FailureConf {
   constructor(invokeId, status, error) {
@@ -56,8 +56,8 @@ class QueryReq {
     this.invokeId = invokeId;
     this.routerCallDay = routerCallDay;
     this.routerCallKey = routerCallKey;
-    this.duplicate = (flags & 0x01) !== 0;
-    this.noScriptReply = (flags & 0x02) !== 0;
+    this.duplicate = (flags & QUERY_FLAGS.DUPLICATE) !== 0;
+    this.noScriptReply = (flags & QUERY_FLAGS.NO_SCRIPT_REPLY) !== 0;
     this.subtype = undefined;
     this.ced = undefined;
     this.clid = undefined;

@@ -6,9 +6,11 @@
 
 const { Parser } = require('binary-parser');
 const {
-  MESSAGE_TYPES: T, MESSAGE_NAMES, TAGS, ROUTER_TO_HOST, HOST_TO_ROUTER,
+  MESSAGE_TYPES: T, MESSAGE_NAMES, TAGS, ROUTER_TO_HOST, HOST_TO_ROUTER, HEADER_LENGTH,
 } = require('./constants');
 const { ProtocolError, ERROR_CODES } = require('./errors');
+const { setOwn } = require('../objects');
+const { DIRECTION, DIRECTIONS } = require('./direction');
 const {
   FailureConf, FailureEvent, OpenReq, InvokeOnly, QueryReq, QueryResp, ParamReq,
 } = require('./messages');
@@ -85,11 +87,6 @@ function parseFixed(typeId, body) {
   return fields;
 }
 
-/** A router-chosen name such as `__proto__` must stay a plain own property. */
-function setOwn(obj, key, value) {
-  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
-  else obj[key] = value;
-}
 
 /** ECC: one or more `name NUL value NUL` pairs in one tag. */
 function readEcc(body, t, into, typeId, invokeId, padded) {
@@ -165,11 +162,11 @@ function keepUnknown(msg, body, t) {
   msg.unknownTags.push({ tag: t.tag, data: dataOf(body, t) });
 }
 
-function errorText(body, tags, crypt) {
+function errorText(body, tags, cipher) {
   for (let i = 0; i < tags.length; i++) {
     if (tags[i].tag !== TAGS.ERROR) continue;
-    if (crypt === undefined) return text(body, tags[i]);
-    const plain = decryptTag(crypt, body, tags[i]);
+    if (cipher === undefined) return text(body, tags[i]);
+    const plain = decryptTag(cipher, body, tags[i]);
     return plain === null ? undefined : text(plain, { offset: 0, length: plain.length });
   }
   return undefined;
@@ -179,35 +176,35 @@ function errorText(body, tags, crypt) {
  * An encrypted session's tag -> its plaintext (padding included), or null: not whole DES
  * blocks, or not ASCII once decrypted (an ECC_ARRAY's index byte aside). Such a field is ignored.
  */
-function decryptTag(crypt, body, t) {
-  const plain = crypt.decryptField(dataOf(body, t));
+function decryptTag(cipher, body, t) {
+  const plain = cipher.decryptField(dataOf(body, t));
   if (plain !== null) {
     for (let i = t.tag === TAGS.ECC_ARRAY ? 1 : 0; i < plain.length; i++) {
       if (plain[i] > 0x7f) {
-        if (crypt.onDropped) crypt.onDropped(t.tag, 'not ASCII after decryption');
+        if (cipher.onDropped) cipher.onDropped(t.tag, 'not ASCII after decryption');
         return null;
       }
     }
-  } else if (crypt.onDropped) crypt.onDropped(t.tag, 'not a whole number of DES blocks');
+  } else if (cipher.onDropped) cipher.onDropped(t.tag, 'not a whole number of DES blocks');
   return plain;
 }
 
-function readCallTags(msg, body, tags, typeId, crypt) {
+function readCallTags(msg, body, tags, typeId, cipher) {
   for (const t of tags) {
-    if (crypt === undefined) {
+    if (cipher === undefined) {
       if (!readCallTag(msg, body, t, typeId)) keepUnknown(msg, body, t);
       continue;
     }
-    const plain = decryptTag(crypt, body, t);
+    const plain = decryptTag(cipher, body, t);
     if (plain === null) continue;
     const clear = { tag: t.tag, offset: 0, length: plain.length };
     if (!readCallTag(msg, plain, clear, typeId, true)) keepUnknown(msg, plain, clear);
   }
 }
 
-function build(typeId, f, body, crypt) {
+function build(typeId, f, body, cipher) {
   switch (typeId) {
-    case T.FAILURE_CONF: return new FailureConf(f.invokeId, f.status, errorText(body, f.tags, crypt));
+    case T.FAILURE_CONF: return new FailureConf(f.invokeId, f.status, errorText(body, f.tags, cipher));
     case T.FAILURE_EVENT: return new FailureEvent(f.status, errorText(body, f.tags));
     case T.OPEN_REQ: {
       let config;
@@ -222,12 +219,12 @@ function build(typeId, f, body, crypt) {
     }
     case T.QUERY_REQ: {
       const msg = new QueryReq(f.invokeId, f.routerCallDay, f.routerCallKey, f.flags);
-      readCallTags(msg, body, f.tags, typeId, crypt);
+      readCallTags(msg, body, f.tags, typeId, cipher);
       return msg;
     }
     case T.QUERY_RESP: {
       const msg = new QueryResp(f.invokeId, f.status);
-      readCallTags(msg, body, f.tags, typeId, crypt);
+      readCallTags(msg, body, f.tags, typeId, cipher);
       return msg;
     }
     case T.PARAM_REQ: return new ParamReq(f.invokeId, f.paramId, f.paramValue);
@@ -236,22 +233,39 @@ function build(typeId, f, body, crypt) {
 }
 
 /**
- * decode(typeId, body, from, crypt) -> message. `crypt` ({decryptField(Buffer) -> Buffer|null,
- * onDropped(tag, why)}) is given on an encrypted session: the tags of QUERY_REQ, QUERY_RESP and
- * FAILURE_CONF are then decrypted first (PROTOCOL.md section 7). `from` is 'router' (the host's view: only router->host
- * types are legal) or 'host' (the router simulator's view). Throws a ProtocolError (a reject)
- * for any frame whose body is wrong; the framing itself is intact, so the stream carries on.
+ * decode(typeId, body, direction, cipher) -> message. `direction`: 'router-to-host' (a host
+ * reading: only router->host types are legal) or 'host-to-router'. `cipher` (des.createSessionCipher:
+ * decryptField(Buffer) -> Buffer|null, onDropped(tag, why)) is given on an encrypted session: the
+ * tags of QUERY_REQ, QUERY_RESP and FAILURE_CONF are then decrypted first (docs/protocol.md,
+ * encryption). Throws a ProtocolError (a reject) for any frame whose body is wrong; the framing
+ * itself is intact, so the stream carries on.
  */
-function decode(typeId, body, from = 'router', crypt = undefined) {
-  const legal = from === 'router' ? ROUTER_TO_HOST : HOST_TO_ROUTER;
+function decode(typeId, body, direction = DIRECTION.ROUTER_TO_HOST, cipher = undefined) {
+  if (!DIRECTIONS.includes(direction)) throw new TypeError(`direction must be ${DIRECTIONS.join(' or ')}`);
+  const fromRouter = direction === DIRECTION.ROUTER_TO_HOST;
+  const legal = fromRouter ? ROUTER_TO_HOST : HOST_TO_ROUTER;
   if (!legal.has(typeId)) {
     const invokeId = body.length >= 4 ? body.readUInt32BE(0) : undefined;
     if (LAYOUTS[typeId] === undefined) {
       throw reject(ERROR_CODES.UNKNOWN_TYPE, `unknown MessageType ${typeId}`, typeId, invokeId);
     }
-    throw reject(ERROR_CODES.WRONG_DIRECTION, `${MESSAGE_NAMES[typeId]} is never sent by the ${from}`, typeId, invokeId);
+    throw reject(ERROR_CODES.WRONG_DIRECTION, `${MESSAGE_NAMES[typeId]} is never sent by the ${fromRouter ? 'router' : 'host'}`, typeId, invokeId);
   }
-  return build(typeId, parseFixed(typeId, body), body, crypt);
+  return build(typeId, parseFixed(typeId, body), body, cipher);
 }
 
-module.exports = { decode, LAYOUTS };
+/**
+ * One whole frame (8-byte header and body) -> message, for tools and tests that hold a frame in a
+ * buffer: decodeFrame(buf, {direction, cipher}). Throws a ProtocolError when the header does not
+ * match the buffer or the body is wrong.
+ */
+function decodeFrame(buf, { direction = DIRECTION.ROUTER_TO_HOST, cipher } = {}) {
+  if (buf.length < HEADER_LENGTH) throw new ProtocolError(ERROR_CODES.TRUNCATED, `a frame is at least ${HEADER_LENGTH} bytes, got ${buf.length}`);
+  const length = buf.readUInt32BE(0);
+  if (buf.length !== HEADER_LENGTH + length) {
+    throw new ProtocolError(ERROR_CODES.TRUNCATED, `MessageLength ${length} does not match the ${buf.length - HEADER_LENGTH} body bytes given`);
+  }
+  return decode(buf.readUInt32BE(4), buf.subarray(HEADER_LENGTH), direction, cipher);
+}
+
+module.exports = { decode, decodeFrame };

@@ -3,6 +3,7 @@
 const { Framer } = require('./framer');
 const { decode } = require('./parser');
 const { ProtocolError } = require('./errors');
+const { DIRECTION } = require('./direction');
 
 /**
  * Framer + decoder: chunks in, messages out. onMessage(msg) once per good frame; onError(err)
@@ -10,9 +11,16 @@ const { ProtocolError } = require('./errors');
  * frame was only rejected (answer it and carry on). errors + messages = frames, always.
  */
 class MessageReader {
-  constructor({ from = 'router', maxMessageLength, onMessage, onError }) {
-    this.from = from;
-    this.crypt = undefined; // set once an encrypted session is open (see des.js)
+  /**
+   * direction: 'router-to-host' (a host reading a router: only router->host types are legal) or
+   * 'host-to-router' (a router, or the simulator, reading a host). cipher: des.createSessionCipher
+   * once an encrypted session is open (setCipher).
+   */
+  constructor({
+    direction = DIRECTION.ROUTER_TO_HOST, maxMessageLength, onMessage, onError, cipher,
+  }) {
+    this.direction = direction;
+    this.cipher = cipher;
     this.onMessage = onMessage;
     this.onError = onError;
     this.framer = new Framer({
@@ -24,6 +32,11 @@ class MessageReader {
 
   push(chunk) {
     this.framer.push(chunk);
+  }
+
+  /** From the next frame on, tags are decrypted with this cipher (undefined: plain again). */
+  setCipher(cipher) {
+    this.cipher = cipher;
   }
 
   /** Stop after the current message; bytes that follow are held unread until resume(). */
@@ -58,7 +71,7 @@ class MessageReader {
   _frame(typeId, body) {
     let msg;
     try {
-      msg = decode(typeId, body, this.from, this.crypt);
+      msg = decode(typeId, body, this.direction, this.cipher);
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
       this.onError(err);

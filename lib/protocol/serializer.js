@@ -8,8 +8,10 @@ const {
 } = require('./constants');
 const { EncodeError } = require('./errors');
 
-const NOT_TEXT = /[^\x01-\x7f]/; // ASCII without NUL: scalar tags, ECC names and values
-const ENCRYPTED_TAG_DATA = MAX_TAG_DATA - (MAX_TAG_DATA % 8); // 248
+const { NOT_WIRE_TEXT: NOT_TEXT } = require('./text');
+const { MAX_ENCRYPTED_FIELD: ENCRYPTED_TAG_DATA } = require('./des'); // 248: a padded field still fits one length byte
+
+const NO_OPTIONS = Object.freeze({});
 
 function uint32(value, field) {
   if (!Number.isInteger(value) || value < 0 || value > MAX_UINT32) {
@@ -47,21 +49,21 @@ function wantsNul(nul, field) {
  * or a Buffer; checks the 255-byte limit as each is added.
  */
 class TagList {
-  constructor(nul, encryptField) {
+  constructor({ nul, cipher } = NO_OPTIONS) {
     this.nul = nul;
-    this.encryptField = encryptField; // on an encrypted session: Buffer -> padded, encrypted Buffer
-    // Plaintext bytes one tag can carry: 255, or 248 once NUL-padded to DES blocks (PROTOCOL.md section 7).
-    this.limit = encryptField === undefined ? MAX_TAG_DATA : ENCRYPTED_TAG_DATA;
+    this.cipher = cipher; // on an encrypted session (des.createSessionCipher): pads and encrypts each tag
+    // Plaintext bytes one tag can carry: 255, or 248 once NUL-padded to DES blocks (docs/protocol.md, encryption).
+    this.limit = cipher === undefined ? MAX_TAG_DATA : ENCRYPTED_TAG_DATA;
     this.items = [];
     this.size = 0;
   }
 
   add(id, data, field) {
-    if (this.encryptField !== undefined) {
+    if (this.cipher !== undefined) {
       if (data.length > ENCRYPTED_TAG_DATA) {
         throw new EncodeError('tag-too-long', `${field} is ${data.length} bytes; an encrypted tag holds at most ${ENCRYPTED_TAG_DATA}`);
       }
-      data = this.encryptField(Buffer.isBuffer(data) ? data : Buffer.from(data, 'latin1'));
+      data = this.cipher.encryptField(Buffer.isBuffer(data) ? data : Buffer.from(data, 'latin1'));
     }
     if (data.length > MAX_TAG_DATA) {
       throw new EncodeError('tag-too-long', `${field} is ${data.length} bytes; a tag holds at most ${MAX_TAG_DATA}`);
@@ -169,19 +171,24 @@ function status(value) {
   return uint32(s, 'status');
 }
 
-function errorTags(error, nul, encryptField) {
-  const tags = new TagList(nul, encryptField);
+function errorTags(error, options) {
+  const tags = new TagList(options);
   tags.scalar(TAGS.ERROR, error, 'error');
   return tags;
 }
 
-// One function per message type.
+
+// One function per message type. `options`: {nul, cipher}. nul: true to NUL-terminate every scalar
+// tag (the router's convention), or a list of field keys; the host sends none (default). cipher:
+// a session cipher (des.createSessionCipher) on an encrypted session.
 const serialize = {
-  failureConf: (invokeId, st, error, nul, encryptField) => frame(T.FAILURE_CONF,
-    [uint32(invokeId, 'invokeId'), status(st)], undefined, errorTags(error, nul, encryptField)),
-  failureEvent: (st, error, nul) => frame(T.FAILURE_EVENT, [status(st)], undefined, errorTags(error, nul)),
-  openReq({ invokeId, version, idleTimeoutMs, encryption = 0, config, sessionKey, unknownTags }, nul) {
-    const tags = new TagList(nul);
+  failureConf: (invokeId, st, error, options) => frame(T.FAILURE_CONF,
+    [uint32(invokeId, 'invokeId'), status(st)], undefined, errorTags(error, options)),
+  failureEvent: (st, error, options) => frame(T.FAILURE_EVENT, [status(st)], undefined, errorTags(error, options)),
+  openReq({
+    invokeId, version, idleTimeoutMs, encryption = 0, config, sessionKey, unknownTags,
+  }, { nul } = NO_OPTIONS) {
+    const tags = new TagList({ nul });
     tags.scalar(TAGS.CONFIG, config, 'config');
     if (sessionKey !== undefined) tags.add(TAGS.SESSION_KEY, sessionKey, 'sessionKey');
     if (unknownTags) for (const t of unknownTags) tags.raw(t);
@@ -193,15 +200,15 @@ const serialize = {
   closeConf: (invokeId) => frame(T.CLOSE_CONF, [uint32(invokeId, 'invokeId')]),
   heartbeatReq: (invokeId) => frame(T.HEARTBEAT_REQ, [uint32(invokeId, 'invokeId')]),
   heartbeatConf: (invokeId) => frame(T.HEARTBEAT_CONF, [uint32(invokeId, 'invokeId')]),
-  queryReq(msg, nul, encryptField) {
-    const tags = new TagList(nul, encryptField);
+  queryReq(msg, options) {
+    const tags = new TagList(options);
     tags.callData(msg);
     const flags = (msg.duplicate ? QUERY_FLAGS.DUPLICATE : 0) | (msg.noScriptReply ? QUERY_FLAGS.NO_SCRIPT_REPLY : 0);
     return frame(T.QUERY_REQ, [uint32(msg.invokeId, 'invokeId'), uint32(msg.routerCallDay, 'routerCallDay'),
       uint32(msg.routerCallKey, 'routerCallKey')], flags, tags);
   },
-  queryResp(msg, nul, encryptField) {
-    const tags = new TagList(nul, encryptField);
+  queryResp(msg, options) {
+    const tags = new TagList(options);
     tags.callData(msg);
     return frame(T.QUERY_RESP, [uint32(msg.invokeId, 'invokeId'), status(msg.status || 0)], undefined, tags);
   },
@@ -218,16 +225,16 @@ const serialize = {
 function encode(msg, { nul } = {}) {
   const typeId = msg.typeId !== undefined ? msg.typeId : T[msg.type];
   switch (typeId) {
-    case T.FAILURE_CONF: return serialize.failureConf(msg.invokeId, msg.status, msg.error, nul);
-    case T.FAILURE_EVENT: return serialize.failureEvent(msg.status, msg.error, nul);
-    case T.OPEN_REQ: return serialize.openReq(msg, nul);
+    case T.FAILURE_CONF: return serialize.failureConf(msg.invokeId, msg.status, msg.error, { nul });
+    case T.FAILURE_EVENT: return serialize.failureEvent(msg.status, msg.error, { nul });
+    case T.OPEN_REQ: return serialize.openReq(msg, { nul });
     case T.OPEN_CONF: return serialize.openConf(msg.invokeId);
     case T.CLOSE_REQ: return serialize.closeReq(msg.invokeId);
     case T.CLOSE_CONF: return serialize.closeConf(msg.invokeId);
     case T.HEARTBEAT_REQ: return serialize.heartbeatReq(msg.invokeId);
     case T.HEARTBEAT_CONF: return serialize.heartbeatConf(msg.invokeId);
-    case T.QUERY_REQ: return serialize.queryReq(msg, nul);
-    case T.QUERY_RESP: return serialize.queryResp(msg, nul);
+    case T.QUERY_REQ: return serialize.queryReq(msg, { nul });
+    case T.QUERY_RESP: return serialize.queryResp(msg, { nul });
     case T.PARAM_REQ: return serialize.paramReq(msg);
     case T.PARAM_CONF: return serialize.paramConf(msg.invokeId);
     default: throw new EncodeError('unknown-type', `cannot encode message type ${msg.type || msg.typeId}`);

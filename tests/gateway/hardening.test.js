@@ -9,7 +9,7 @@ const tls = require('node:tls');
 const crypto = require('node:crypto');
 const { once } = require('node:events');
 const {
-  serialize, STATUS, des, MessageReader,
+  serialize, STATUS, des, MessageReader, DIRECTION,
 } = require('../../lib/protocol');
 const { WireClient, exactlyOnce } = require('../helpers/wire');
 const { startStack, startTestBackend } = require('../helpers/stack');
@@ -35,23 +35,26 @@ function answering(answer, delayMs = 0) {
   }, delayMs));
 }
 
-/** Opens an encrypted session on c with the private key KEY; returns the encryptField for queries. */
+/** Opens an encrypted session on c with the private key KEY; returns the session cipher for queries. */
 async function openEncrypted(c, invokeId = 1) {
   const k = crypto.randomBytes(8);
   c.send(serialize.openReq({
     invokeId, version: 2, idleTimeoutMs: 60_000, encryption: 1, config: 'enc', sessionKey: des.sealSessionKey(Buffer.from(KEY), k),
-  }, true));
+  }, { nul: true }));
   const r = await c.waitFor((m) => m.invokeId === invokeId);
   assert.equal(r.type, 'OPEN_CONF');
-  c.reader.crypt = { decryptField: (d) => des.decryptField(k, d) };
-  return (data) => des.encryptField(k, data);
+  const cipher = des.createSessionCipher(k);
+  c.reader.setCipher(cipher);
+  return cipher;
 }
 
 /** Raw socket that records every byte, the FIN and any reset. */
 async function rawClient(port) {
   const socket = net.connect(port, '127.0.0.1');
   const out = { socket, messages: [], errors: [], ended: false, closed: false };
-  out.reader = new MessageReader({ from: 'host', maxMessageLength: 1 << 20, onMessage: (m) => out.messages.push(m), onError: (e) => out.errors.push(e.code) });
+  out.reader = new MessageReader({
+    direction: DIRECTION.HOST_TO_ROUTER, maxMessageLength: 1 << 20, onMessage: (m) => out.messages.push(m), onError: (e) => out.errors.push(e.code),
+  });
   socket.on('data', (c) => out.reader.push(c));
   socket.on('end', () => { out.ended = true; });
   socket.on('error', (e) => out.errors.push(e.code));
@@ -88,7 +91,7 @@ describe('hardening: router side', function () {
           let enc;
           if (encrypted) enc = await openEncrypted(c);
           else await c.open();
-          c.send(serialize.queryReq({ invokeId: 7, routerCallDay: 1, routerCallKey: 1, subtype: 'big' }, true, enc));
+          c.send(serialize.queryReq({ invokeId: 7, routerCallDay: 1, routerCallKey: 1, subtype: 'big' }, { nul: true, cipher: enc }));
           const r = await c.waitFor((m) => m.invokeId === 7);
           assert.deepEqual(c.errors, [], 'the router-side reader accepted every frame');
           assert.equal(r.type, 'QUERY_RESP');
@@ -110,7 +113,7 @@ describe('hardening: router side', function () {
           let enc;
           if (encrypted) enc = await openEncrypted(c);
           else await c.open();
-          c.send(serialize.queryReq({ invokeId: 8, routerCallDay: 1, routerCallKey: 1, subtype: 'big' }, true, enc));
+          c.send(serialize.queryReq({ invokeId: 8, routerCallDay: 1, routerCallKey: 1, subtype: 'big' }, { nul: true, cipher: enc }));
           const r = await c.waitFor((m) => m.invokeId === 8);
           assert.deepEqual(c.errors, []);
           assert.equal(r.type, 'QUERY_RESP');
@@ -128,7 +131,7 @@ describe('hardening: router side', function () {
       const c = await WireClient.connect(stack.port);
       try {
         const enc = await openEncrypted(c);
-        c.send(serialize.queryReq({ invokeId: 9, routerCallDay: 1, routerCallKey: 1, subtype: 'ecc' }, true, enc));
+        c.send(serialize.queryReq({ invokeId: 9, routerCallDay: 1, routerCallKey: 1, subtype: 'ecc' }, { nul: true, cipher: enc }));
         const r = await c.waitFor((m) => m.invokeId === 9);
         assert.equal(r.type, 'QUERY_RESP', JSON.stringify(r));
         assert.deepEqual(r.ecc, answer.ecc);
@@ -310,7 +313,7 @@ describe('hardening: router side', function () {
         await openEncrypted(c);
         c.send(serialize.closeReq(2));
         await c.waitFor((m) => m.invokeId === 2);
-        c.reader.crypt = undefined;
+        c.reader.setCipher(undefined);
         assert.equal((await c.open({ invokeId: 3 })).type, 'OPEN_CONF');
         c.query(4, { subtype: 'echo', vars: { 1: 'plain' } });
         const r = await c.waitFor((m) => m.invokeId === 4);

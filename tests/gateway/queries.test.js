@@ -3,12 +3,13 @@
 // Queries end to end: router socket -> gateway -> real HTTP backend -> reply, with both HTTP
 // engines, against the REST simulator and against a test backend that fails in each way.
 
+const { ENGINE_NAMES } = require('../../gateway/engines');
 const assert = require('node:assert/strict');
 const { STATUS } = require('../../lib/protocol');
 const { WireClient } = require('../helpers/wire');
 const { startStack, startTestBackend } = require('../helpers/stack');
 
-for (const engine of ['undici', 'axios']) {
+for (const engine of ENGINE_NAMES) {
   describe(`queries through the gateway (${engine})`, () => {
     let stack;
     let client;

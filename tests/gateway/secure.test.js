@@ -52,7 +52,7 @@ describe('DES-encrypted sessions', () => {
       c.send(Buffer.from(V.openReq.hex, 'hex'));
       assert.equal((await c.waitFor((m) => m.invokeId === 1)).type, 'OPEN_CONF');
       const k = Buffer.from(V.sessionKey, 'hex');
-      c.reader.crypt = { decryptField: (d) => des.decryptField(k, d) }; // the reply comes back encrypted
+      c.reader.setCipher(des.createSessionCipher(k)); // the reply comes back encrypted
       c.send(Buffer.from(V.queryReq.hex, 'hex'));
       const r = await c.waitFor((m) => m.invokeId === 5);
       assert.equal(r.type, 'QUERY_RESP');

@@ -144,7 +144,7 @@ describe('gateway sessions', () => {
 
   it('reassembles queries sent one byte at a time', async () => {
     await client.open();
-    const frame = serialize.queryReq({ invokeId: 77, routerCallDay: 1, routerCallKey: 2, subtype: 'echo', ecc: { 'user.a': 'b' } }, true);
+    const frame = serialize.queryReq({ invokeId: 77, routerCallDay: 1, routerCallKey: 2, subtype: 'echo', ecc: { 'user.a': 'b' } }, { nul: true });
     for (const b of frame) {
       client.send(Buffer.from([b]));
       await new Promise((r) => setImmediate(r));

@@ -7,7 +7,7 @@
 const assert = require('node:assert/strict');
 const { EventEmitter } = require('node:events');
 const sinon = require('sinon');
-const { serialize, MessageReader, STATUS } = require('../../lib/protocol');
+const { serialize, MessageReader, STATUS, DIRECTION } = require('../../lib/protocol');
 const { Session } = require('../../gateway/session');
 const { Metrics } = require('../../gateway/metrics');
 const { loadConfig } = require('../../gateway/config');
@@ -23,7 +23,7 @@ class FakeSocket extends EventEmitter {
     this.paused = false;
     this.writableLength = 0;
     this.replies = [];
-    this.reader = new MessageReader({ from: 'host', onMessage: (m) => this.replies.push(m), onError: (e) => { throw e; } });
+    this.reader = new MessageReader({ direction: DIRECTION.HOST_TO_ROUTER, onMessage: (m) => this.replies.push(m), onError: (e) => { throw e; } });
   }
 
   setNoDelay() {}

@@ -4,7 +4,7 @@
 // `script(msg, conn)`, which answers (or not) through conn.send(buf). Real loopback sockets.
 
 const net = require('node:net');
-const { MessageReader } = require('../../lib/protocol');
+const { MessageReader, DIRECTION } = require('../../lib/protocol');
 
 async function startFakeHost(script) {
   const connections = [];
@@ -17,7 +17,7 @@ async function startFakeHost(script) {
     };
     connections.push(conn);
     const reader = new MessageReader({
-      from: 'router',
+      direction: DIRECTION.ROUTER_TO_HOST,
       onMessage: (m) => { conn.received.push(m); script(m, conn); },
       onError: (e) => conn.errors.push(e),
     });

@@ -6,7 +6,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { serialize } = require('../../lib/protocol');
-const { prng } = require('../../rest-sim/customers');
+const { prng } = require('../../lib/prng');
 
 const vectors = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'vectors.json'), 'utf8'));
 const SEEDS = [

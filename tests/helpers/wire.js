@@ -6,7 +6,7 @@
 
 const net = require('node:net');
 const { once } = require('node:events');
-const { MessageReader, serialize } = require('../../lib/protocol');
+const { MessageReader, serialize, DIRECTION } = require('../../lib/protocol');
 
 class WireClient {
   static async connect(port, host = '127.0.0.1') {
@@ -23,7 +23,7 @@ class WireClient {
     this.waiters = [];
     this.closed = false;
     this.reader = new MessageReader({
-      from: 'host',
+      direction: DIRECTION.HOST_TO_ROUTER,
       onMessage: (m) => { this.messages.push(m); this.check(); },
       onError: (e) => { this.errors.push(e); this.check(); },
     });
@@ -38,13 +38,13 @@ class WireClient {
   }
 
   async open({ invokeId = 1, version = 2, idleTimeoutMs = 60_000, config = 'test' } = {}) {
-    this.send(serialize.openReq({ invokeId, version, idleTimeoutMs, config }, true));
+    this.send(serialize.openReq({ invokeId, version, idleTimeoutMs, config }, { nul: true }));
     const reply = await this.waitFor((m) => m.invokeId === invokeId);
     return reply;
   }
 
   query(invokeId, fields = {}) {
-    return this.send(serialize.queryReq({ invokeId, routerCallDay: 1, routerCallKey: invokeId, ...fields }, true));
+    return this.send(serialize.queryReq({ invokeId, routerCallDay: 1, routerCallKey: invokeId, ...fields }, { nul: true }));
   }
 
   check() {

@@ -6,15 +6,17 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { des, decode, serialize, EncodeError } = require('../../lib/protocol');
+const {
+  des, decode, decodeFrame, serialize, EncodeError, DIRECTION,
+} = require('../../lib/protocol');
 
 const V = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'des-vectors.json'), 'utf8'));
 const privateKey = Buffer.from(V.privateKey, 'hex');
 const sessionKey = Buffer.from(V.sessionKey, 'hex');
-const crypt = { decryptField: (d) => des.decryptField(sessionKey, d) };
-const enc = (d) => des.encryptField(sessionKey, d);
+const cipher = des.createSessionCipher(sessionKey);
+const enc = cipher;
 const bytes = (v) => Buffer.from(v.hex, 'hex');
-const frameOf = (b, from, c) => decode(b.readUInt32BE(4), b.subarray(8), from, c);
+const frameOf = (b, direction, cipher) => decodeFrame(b, { direction, cipher });
 
 describe('DES field encryption', () => {
   it('des-ede-ecb with K||K is single DES: 133457799BBCDFF1 / 0123456789ABCDEF -> 85E813540F0AB405', () => {
@@ -30,58 +32,58 @@ describe('DES field encryption', () => {
   });
 
   it('opens the SESSION_KEY of the OPEN_REQ vector and refuses one whose halves differ', () => {
-    const open = frameOf(bytes(V.openReq), 'router');
+    const open = frameOf(bytes(V.openReq), DIRECTION.ROUTER_TO_HOST);
     assert.equal(open.encryption, 1);
     assert.equal(open.config, 'lab');
     assert.deepEqual(des.openSessionKey(privateKey, open.sessionKey), sessionKey);
     assert.deepEqual(des.sealSessionKey(privateKey, sessionKey), open.sessionKey);
-    assert.equal(des.openSessionKey(privateKey, frameOf(bytes(V.openReqBadKey), 'router').sessionKey), null);
+    assert.equal(des.openSessionKey(privateKey, frameOf(bytes(V.openReqBadKey), DIRECTION.ROUTER_TO_HOST).sessionKey), null);
     // In ECB, K||K encrypts to two equal blocks, which decrypt to two equal halves under ANY key:
     // the check catches a corrupted SESSION_KEY, not a different private key. A host with the
     // wrong key gets a wrong K, and every field then fails to decrypt to ASCII (ignored, logged).
     const wrongK = des.openSessionKey(Buffer.from('87654321'), open.sessionKey);
     assert.notDeepEqual(wrongK, sessionKey);
     const dropped = [];
-    const q = frameOf(bytes(V.queryReq), 'router', { decryptField: (d) => des.decryptField(wrongK, d), onDropped: (t) => dropped.push(t) });
+    const q = frameOf(bytes(V.queryReq), DIRECTION.ROUTER_TO_HOST, des.createSessionCipher(wrongK, { onDropped: (t) => dropped.push(t) }));
     assert.equal(q.subtype, undefined);
     assert.ok(dropped.length >= 3, `dropped ${dropped}`);
   });
 
   it('decodes the encrypted QUERY_REQ, QUERY_RESP and FAILURE_CONF vectors', () => {
-    const q = frameOf(bytes(V.queryReq), 'router', crypt);
+    const q = frameOf(bytes(V.queryReq), DIRECTION.ROUTER_TO_HOST, cipher);
     for (const [key, value] of Object.entries(V.queryReq.fields)) assert.deepEqual(q[key], value, key);
-    const r = frameOf(bytes(V.queryResp), 'host', crypt);
+    const r = frameOf(bytes(V.queryResp), DIRECTION.HOST_TO_ROUTER, cipher);
     for (const [key, value] of Object.entries(V.queryResp.fields)) assert.deepEqual(r[key], value, key);
-    const f = frameOf(bytes(V.failureConf), 'host', crypt);
+    const f = frameOf(bytes(V.failureConf), DIRECTION.HOST_TO_ROUTER, cipher);
     for (const [key, value] of Object.entries(V.failureConf.fields)) assert.deepEqual(f[key], value, key);
   });
 
   it('encodes them back to the same bytes', () => {
-    assert.equal(serialize.queryReq(V.queryReq.fields, true, enc).toString('hex'), V.queryReq.hex);
-    assert.equal(serialize.queryResp(V.queryResp.fields, undefined, enc).toString('hex'), V.queryResp.hex);
+    assert.equal(serialize.queryReq(V.queryReq.fields, { nul: true, cipher: enc }).toString('hex'), V.queryReq.hex);
+    assert.equal(serialize.queryResp(V.queryResp.fields, { cipher: enc }).toString('hex'), V.queryResp.hex);
     const f = V.failureConf.fields;
-    assert.equal(serialize.failureConf(f.invokeId, f.status, f.error, undefined, enc).toString('hex'), V.failureConf.hex);
+    assert.equal(serialize.failureConf(f.invokeId, f.status, f.error, { cipher: enc }).toString('hex'), V.failureConf.hex);
   });
 
   it('an encrypted field holds at most 248 bytes (padded to 256 it would not fit a tag)', () => {
-    serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(248) } }, undefined, enc);
+    serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(248) } }, { cipher: enc });
     assert.throws(
-      () => serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(249) } }, undefined, enc), (e) => e instanceof EncodeError && e.code === 'tag-too-long'
+      () => serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(249) } }, { cipher: enc }), (e) => e instanceof EncodeError && e.code === 'tag-too-long'
     );
   });
 
   it('ignores a field that is not whole blocks or not ASCII once decrypted, and keeps the rest', () => {
     const dropped = [];
-    const c = { ...crypt, onDropped: (tag, why) => dropped.push([tag, why]) };
-    const good = enc(Buffer.from('echo'));
-    const notAscii = enc(Buffer.from([0xc3, 0xa9, 0x41]));
+    const c = des.createSessionCipher(sessionKey, { onDropped: (tag, why) => dropped.push([tag, why]) });
+    const good = cipher.encryptField(Buffer.from('echo'));
+    const notAscii = cipher.encryptField(Buffer.from([0xc3, 0xa9, 0x41]));
     const body = Buffer.concat([
       Buffer.from('00000009000000010000000200', 'hex'),
       Buffer.from([3, good.length]), good,
       Buffer.from([5, 5]), Buffer.from('12345'),
       Buffer.from([9, notAscii.length]), notAscii,
     ]);
-    const q = decode(9, body, 'router', c);
+    const q = decode(9, body, DIRECTION.ROUTER_TO_HOST, c);
     assert.equal(q.subtype, 'echo');
     assert.equal(q.clid, undefined);
     assert.equal(q.vars, undefined);

@@ -2,9 +2,11 @@
 
 const assert = require('node:assert/strict');
 const fc = require('fast-check');
-const { encode, decode, serialize, EncodeError, STATUS } = require('../../lib/protocol');
+const {
+  encode, decodeFrame, serialize, EncodeError, STATUS, DIRECTION,
+} = require('../../lib/protocol');
 
-const frameOf = (buf, from) => decode(buf.readUInt32BE(4), buf.subarray(8), from);
+const frameOf = (buf, direction) => decodeFrame(buf, { direction });
 const present = (msg) => Object.fromEntries(Object.entries(msg).filter(([, v]) => v !== undefined));
 
 describe('serializer', () => {
@@ -33,7 +35,7 @@ describe('serializer', () => {
     const ecc = {};
     for (let i = 0; i < 20; i++) ecc[`user.v${String(i).padStart(2, '0')}`] = 'x'.repeat(30);
     const buf = serialize.queryResp({ invokeId: 1, status: 0, ecc });
-    assert.deepEqual(frameOf(buf, 'host').ecc, ecc);
+    assert.deepEqual(frameOf(buf, DIRECTION.HOST_TO_ROUTER).ecc, ecc);
     // 20 pairs of 40 bytes: 6 fit in a 255-byte tag -> 4 tags of 2 header bytes each
     assert.equal(buf.length, 8 + 8 + 20 * 40 + 4 * 2);
   });
@@ -66,7 +68,7 @@ describe('serializer', () => {
       ...callData,
     });
     fc.assert(fc.property(queryReq, fc.boolean(), (msg, nul) => {
-      const decoded = present(frameOf(serialize.queryReq(msg, nul), 'router'));
+      const decoded = present(frameOf(serialize.queryReq(msg, { nul }), DIRECTION.ROUTER_TO_HOST));
       const expected = { type: 'QUERY_REQ', typeId: 9, ...present(msg) };
       if (expected.vars && Object.keys(expected.vars).length === 0) delete expected.vars;
       assert.deepEqual(decoded, expected);
@@ -76,13 +78,13 @@ describe('serializer', () => {
   it('property: random QUERY_RESP and FAILURE_CONF messages round-trip encode -> decode', () => {
     const queryResp = fc.record({ invokeId: uint32, status: fc.integer({ min: 0, max: 8 }), ...callData }).map((r) => ({ ...r }));
     fc.assert(fc.property(queryResp, (msg) => {
-      const decoded = present(frameOf(serialize.queryResp(msg), 'host'));
+      const decoded = present(frameOf(serialize.queryResp(msg), DIRECTION.HOST_TO_ROUTER));
       const expected = { type: 'QUERY_RESP', typeId: 10, ...present(msg) };
       if (expected.vars && Object.keys(expected.vars).length === 0) delete expected.vars;
       assert.deepEqual(decoded, expected);
     }), { numRuns: 500 });
     fc.assert(fc.property(uint32, fc.integer({ min: 0, max: 8 }), fc.option(text(255), { nil: undefined }), (id, st, error) => {
-      const decoded = frameOf(serialize.failureConf(id, st, error), 'host');
+      const decoded = frameOf(serialize.failureConf(id, st, error), DIRECTION.HOST_TO_ROUTER);
       assert.equal(decoded.invokeId, id);
       assert.equal(decoded.status, st);
       assert.equal(decoded.error, error);

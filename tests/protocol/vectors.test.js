@@ -6,7 +6,9 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { Framer, MessageReader, decode, encode } = require('../../lib/protocol');
+const {
+  Framer, MessageReader, decodeFrame, encode, DIRECTION,
+} = require('../../lib/protocol');
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'vectors.json');
 const vectors = JSON.parse(fs.readFileSync(FIXTURE, 'utf8'));
@@ -19,7 +21,7 @@ const ENCODE_OPTIONS = {
 };
 const CANONICAL = { close_req_with_status: '000000040000000500000009' };
 
-const fromOf = (v) => (v.direction === 'host->router' ? 'host' : 'router');
+const directionOf = (v) => (v.direction === 'host->router' ? DIRECTION.HOST_TO_ROUTER : DIRECTION.ROUTER_TO_HOST);
 
 /** The decoded message without absent (undefined) fields, to compare with a vector's fields. */
 function present(msg) {
@@ -28,11 +30,11 @@ function present(msg) {
   return out;
 }
 
-function readAll(chunks, from) {
+function readAll(chunks, direction) {
   const messages = [];
   const errors = [];
   const reader = new MessageReader({
-    from,
+    direction,
     onMessage: (m) => messages.push(present(m)),
     onError: (e) => errors.push(e),
   });
@@ -52,7 +54,7 @@ describe('vectors.json', () => {
       const bytes = Buffer.from(v.hex, 'hex');
       describe(v.name, () => {
         it('decodes to its fields', () => {
-          const msg = decode(bytes.readUInt32BE(4), bytes.subarray(8), fromOf(v));
+          const msg = decodeFrame(bytes, { direction: directionOf(v) });
           assert.deepEqual(present(msg), v.fields);
         });
 
@@ -61,14 +63,14 @@ describe('vectors.json', () => {
         });
 
         it('round-trips decode -> encode -> decode', () => {
-          const first = decode(bytes.readUInt32BE(4), bytes.subarray(8), fromOf(v));
+          const first = decodeFrame(bytes, { direction: directionOf(v) });
           const again = encode(first);
-          assert.deepEqual(present(decode(again.readUInt32BE(4), again.subarray(8), fromOf(v))), present(first));
+          assert.deepEqual(present(decodeFrame(again, { direction: directionOf(v) })), present(first));
         });
 
         it('decodes the same when split at every byte boundary', () => {
           for (let cut = 1; cut < bytes.length; cut++) {
-            const { messages, errors } = readAll([bytes.subarray(0, cut), bytes.subarray(cut)], fromOf(v));
+            const { messages, errors } = readAll([bytes.subarray(0, cut), bytes.subarray(cut)], directionOf(v));
             assert.deepEqual(errors, []);
             assert.deepEqual(messages, [v.fields], `split at ${cut}`);
           }
@@ -76,7 +78,7 @@ describe('vectors.json', () => {
 
         it('decodes the same when fed one byte at a time', () => {
           const chunks = [...bytes].map((b) => Buffer.from([b]));
-          const { messages, errors } = readAll(chunks, fromOf(v));
+          const { messages, errors } = readAll(chunks, directionOf(v));
           assert.deepEqual(errors, []);
           assert.deepEqual(messages, [v.fields]);
         });
@@ -86,9 +88,9 @@ describe('vectors.json', () => {
     it('every pair of vectors in one chunk decodes to both, in order', () => {
       for (const a of vectors.valid) {
         for (const b of vectors.valid) {
-          if (fromOf(a) !== fromOf(b)) continue;
+          if (directionOf(a) !== directionOf(b)) continue;
           const chunk = Buffer.concat([Buffer.from(a.hex, 'hex'), Buffer.from(b.hex, 'hex')]);
-          const { messages, errors } = readAll([chunk], fromOf(a));
+          const { messages, errors } = readAll([chunk], directionOf(a));
           assert.deepEqual(errors, []);
           assert.deepEqual(messages, [a.fields, b.fields], `${a.name} + ${b.name}`);
         }
@@ -101,7 +103,7 @@ describe('vectors.json', () => {
       const bytes = Buffer.from(v.hex, 'hex');
       it(`${v.name}: ${v.expect.kind}${v.expect.code ? ` ${v.expect.code}` : ''}`, () => {
         for (const chunks of [[bytes], [...bytes].map((b) => Buffer.from([b]))]) {
-          const { messages, errors } = readAll(chunks, 'router');
+          const { messages, errors } = readAll(chunks, DIRECTION.ROUTER_TO_HOST);
           assert.equal(messages.length, 0);
           assert.equal(errors.length, 1);
           const [err] = errors;
@@ -117,7 +119,7 @@ describe('vectors.json', () => {
       const good = vectors.valid.find((v) => v.name === 'heartbeat_req');
       for (const bad of vectors.invalid.filter((v) => v.expect.kind === 'reject')) {
         const chunk = Buffer.concat([Buffer.from(bad.hex, 'hex'), Buffer.from(good.hex, 'hex')]);
-        const { messages, errors } = readAll([chunk], 'router');
+        const { messages, errors } = readAll([chunk], DIRECTION.ROUTER_TO_HOST);
         assert.equal(errors.length, 1, bad.name);
         assert.deepEqual(messages, [good.fields], bad.name);
       }

@@ -6,7 +6,7 @@
 
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { serialize, MessageReader } = require('../../lib/protocol');
+const { serialize, MessageReader, DIRECTION } = require('../../lib/protocol');
 const { Fuzzer } = require('../helpers/fuzz');
 const { spawnCli } = require('../helpers/spawn');
 const { readProc } = require('../../runner/monitor');
@@ -73,7 +73,7 @@ describe(`fuzz: ${FRAMES.toLocaleString('en-US')} random and mutated frames thro
       let answered = 0;
       let wake = () => {};
       const reader = new MessageReader({
-        from: 'host',
+        direction: DIRECTION.HOST_TO_ROUTER,
         onMessage: (m) => {
           fuzzReplies++;
           if (m.type === 'HEARTBEAT_CONF' && m.invokeId >= 0xf0000000) {

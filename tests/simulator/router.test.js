@@ -240,7 +240,7 @@ describe('router simulator against scripted hosts', () => {
 
 describe('query mix', () => {
   it('fills templates deterministically from a seed and respects weights', () => {
-    const { prng } = require('../../rest-sim/customers');
+    const { prng } = require('../../lib/prng');
     const mix = new QueryMix(
       [{ weight: 3, subtype: 'a', clid: '555{rand:1000-1999}', vars: { 1: 'n{seq}' } }, { weight: 1, subtype: 'b', ecc: { 'x.y': '{pick:p|q}' } }], prng(1)
     );

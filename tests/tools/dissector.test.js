@@ -8,7 +8,7 @@ const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { MessageReader } = require('../../lib/protocol');
+const { MessageReader, DIRECTION } = require('../../lib/protocol');
 const { Router } = require('../../simulator/router');
 const { startStack } = require('../helpers/stack');
 
@@ -41,8 +41,12 @@ describe('Wireshark dissector (tshark)', function () {
     const wrap = router.pcap.flow.bind(router.pcap);
     router.pcap.flow = (ids) => {
       const flow = wrap(ids);
-      const out = new MessageReader({ from: 'router', onMessage: (m) => sent.push(m), onError: (e) => sent.push({ error: e.code, invokeId: e.invokeId }) });
-      const inn = new MessageReader({ from: 'host', onMessage: (m) => received.push(m), onError: (e) => received.push({ error: e.code }) });
+      const out = new MessageReader({
+        direction: DIRECTION.ROUTER_TO_HOST, onMessage: (m) => sent.push(m), onError: (e) => sent.push({ error: e.code, invokeId: e.invokeId }),
+      });
+      const inn = new MessageReader({
+        direction: DIRECTION.HOST_TO_ROUTER, onMessage: (m) => received.push(m), onError: (e) => received.push({ error: e.code }),
+      });
       return { out: (b) => { out.push(b); flow.out(b); }, in: (b) => { inn.push(b); flow.in(b); }, close: flow.close };
     };
     await router.start();

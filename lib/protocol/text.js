@@ -1,0 +1,23 @@
+'use strict';
+
+// What counts as text on the wire (docs/protocol.md, tagged fields): ASCII without NUL. And the
+// one way we make outside text safe to show: printable ASCII, '?' for anything else, bounded.
+
+/** Any character a tag's text may not hold: NUL and everything past 0x7f. */
+const NOT_WIRE_TEXT = /[^\x01-\x7f]/;
+const NOT_WIRE_TEXT_ALL = /[^\x01-\x7f]/g;
+
+const isWireText = (s) => typeof s === 'string' && !NOT_WIRE_TEXT.test(s);
+
+/** s with every character a tag cannot carry replaced by '?'. */
+const toWireText = (s) => s.replace(NOT_WIRE_TEXT_ALL, '?');
+
+/** Text for a log field, a metric label or an ERROR tag: printable ASCII only, at most max characters. */
+function printable(text, max = Infinity) {
+  const s = String(text).replace(/[^\x20-\x7e]/g, '?');
+  return s.length > max ? s.slice(0, max) : s;
+}
+
+module.exports = {
+  NOT_WIRE_TEXT, isWireText, toWireText, printable,
+};
