@@ -7,6 +7,7 @@
 
 const { parseArgs } = require('node:util');
 const { closest } = require('../lib/closest');
+const { CODES } = require('../lib/errors');
 
 const COMMANDS = {
   gateway: '../gateway/cli',
@@ -73,9 +74,16 @@ async function main(argv) {
   try {
     await command.main(parsed.values, parsed.positionals);
   } catch (err) {
-    if (err && err.usage) fail(err.message, `ged145 ${name}`);
-    // Expected operator errors (bad config, port in use) carry `expected`: one line, no stack.
-    process.stderr.write(`ged145 ${name}: ${err && err.expected ? err.message : (err && err.stack) || err}\n`);
+    switch (err && err.code) {
+      case CODES.USAGE:
+        fail(err.message, `ged145 ${name}`);
+        break;
+      case CODES.OPERATOR: // expected (bad config, port in use): one line, no stack
+        process.stderr.write(`ged145 ${name}: ${err.message}\n`);
+        break;
+      default: // a defect: the stack helps whoever reports it
+        process.stderr.write(`ged145 ${name}: ${(err && err.stack) || err}\n`);
+    }
     process.exit(1);
   }
 }

@@ -4,7 +4,7 @@ const { loadConfig } = require('./config');
 const { startGateway, startCluster } = require('./index');
 const { startRestSim } = require('../rest-sim/server');
 const { createLogger } = require('../lib/logger');
-const { OperatorError } = require('../lib/cli-errors');
+const { OperatorError } = require('../lib/errors');
 const { numberFlag } = require('../lib/cli-flags');
 
 const summary = 'the GED-145 application gateway host (answers ICM routers from a REST backend)';

@@ -9,7 +9,7 @@ const { Gateway } = require('./server');
 const { Metrics } = require('./metrics');
 const { createAdminApp, listenAdmin } = require('./admin');
 const { createLogger } = require('../lib/logger');
-const { OperatorError } = require('../lib/cli-errors');
+const { OperatorError } = require('../lib/errors');
 
 async function startGateway(config, { log } = {}) {
   const logger = log || createLogger({ component: 'gateway', ...config.log });

@@ -6,6 +6,7 @@
 
 const path = require('node:path');
 const { closest } = require('../lib/closest');
+const { CODES } = require('../lib/errors');
 
 /** The query as the backend sees it in the default contract (absent tags omitted). */
 function queryJson(q) {
@@ -37,7 +38,7 @@ class PlaceholderError extends Error {
   constructor(key, value) {
     super(`${key} is ${value === '' ? 'empty' : `'${value}'`}, which cannot be a URL path segment`);
     this.name = 'PlaceholderError';
-    this.code = 'ERR_GED145_PLACEHOLDER';
+    this.code = CODES.PLACEHOLDER;
     this.key = key;
   }
 }

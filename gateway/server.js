@@ -6,7 +6,7 @@
 const fs = require('node:fs');
 const net = require('node:net');
 const tls = require('node:tls');
-const { OperatorError } = require('../lib/cli-errors');
+const { OperatorError } = require('../lib/errors');
 const { createLogger } = require('../lib/logger');
 const { serialize, STATUS } = require('../lib/protocol');
 const { Session } = require('./session');

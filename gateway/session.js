@@ -20,7 +20,7 @@
 
 const { performance } = require('node:perf_hooks');
 const {
-  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, des, DIRECTION,
+  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, des, DIRECTION, EncodeError,
 } = require('../lib/protocol');
 const { InFlight } = require('./inflight');
 const { ReplyWriter } = require('./reply');
@@ -351,7 +351,7 @@ class Session {
     try {
       built = this.reply.queryResp(q, answer);
     } catch (err) {
-      if (err && err.name !== 'EncodeError') throw err;
+      if (!(err instanceof EncodeError)) throw err;
       const n = this.throttle.hit('encode');
       if (n) this.log.error('backend answer could not be encoded', { session: this.id, invokeId: q.invokeId, error: err.message, count: n });
       return ['host_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded')];

@@ -1,6 +1,6 @@
 'use strict';
 
-const { UsageError } = require('./cli-errors');
+const { UsageError } = require('./errors');
 
 /**
  * A numeric flag from parseArgs' string values: undefined when not given, else a number within

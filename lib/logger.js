@@ -6,7 +6,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const winston = require('winston');
-const { OperatorError } = require('./cli-errors');
+const { OperatorError } = require('./errors');
 
 // Text that came off the wire (CONFIG, a subtype, an error from the backend) may hold newlines or
 // terminal escapes: on the console they would forge log lines or colour the terminal. Every

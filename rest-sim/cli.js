@@ -2,7 +2,7 @@
 
 const { startRestSim } = require('./server');
 const { createLogger } = require('../lib/logger');
-const { UsageError, OperatorError } = require('../lib/cli-errors');
+const { UsageError, OperatorError } = require('../lib/errors');
 const { numberFlag } = require('../lib/cli-flags');
 
 const summary = 'REST backend simulator with fault injection';

@@ -4,7 +4,7 @@ const { ENGINE_NAMES } = require('../gateway/engines');
 const path = require('node:path');
 const { runSuites, writeJson, writeHtml, SUITES } = require('./index');
 const { consoleReport } = require('./report/console');
-const { UsageError } = require('../lib/cli-errors');
+const { UsageError } = require('../lib/errors');
 const { numberFlag } = require('../lib/cli-flags');
 
 const summary = 'test suites against a gateway: speed, error, load, soak, capacity, all';

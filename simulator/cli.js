@@ -6,7 +6,7 @@ const { loadScenario } = require('./workload');
 const { formatSummary } = require('./format');
 const fs = require('node:fs');
 const { des } = require('../lib/protocol');
-const { UsageError } = require('../lib/cli-errors');
+const { UsageError, OperatorError } = require('../lib/errors');
 const { numberFlag } = require('../lib/cli-flags');
 
 const summary = 'ICM router simulator: real router timing, pipelined load, fault injection';
@@ -150,9 +150,7 @@ async function main(values) {
     await router.start();
   } catch (err) {
     await router.stop({ drainMs: 0 });
-    const e = new Error(`${err.message}; is a gateway listening on ${values.host}:${values.port}?`);
-    e.expected = true;
-    throw e;
+    throw new OperatorError(err.message, { cause: err });
   }
   const live = !values.quiet && !values.json;
   let lastPrint = 0;

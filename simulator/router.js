@@ -13,7 +13,7 @@ const { QueryMix } = require('./workload');
 const { REJECT_KINDS, FATAL_KINDS } = require('./injector');
 const { prng } = require('../lib/prng');
 const { PcapWriter } = require('./pcap');
-const { OperatorError } = require('../lib/cli-errors');
+const { OperatorError } = require('../lib/errors');
 
 class Router extends EventEmitter {
   /**

@@ -1,5 +1,7 @@
 'use strict';
 
+const { CODES } = require('../../lib/errors');
+
 /** Maps a low-level error to a stable reason. */
 function reasonOf(err, signal) {
   if (signal && signal.aborted) return 'aborted';
@@ -13,11 +15,13 @@ function reasonOf(err, signal) {
   }
 }
 
+/** A backend request that got no usable answer; `reason` is one of the stable reasons above. */
 class EngineError extends Error {
   constructor(reason, cause) {
-    super(`backend request failed: ${reason}`);
+    super(`backend request failed: ${reason}`, { cause });
+    this.name = 'EngineError';
+    this.code = CODES.ENGINE;
     this.reason = reason;
-    this.cause = cause;
   }
 }
 

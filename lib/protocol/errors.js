@@ -35,13 +35,29 @@ const ERROR_CODES = Object.freeze({
   BAD_ECC: 'bad-ecc', // an ECC or ECC_ARRAY tag without its NUL-terminated layout
 });
 
-/** Encoder refusals: thrown before a single byte is written. */
+/** Why the encoder refused a message, one code per rule (EncodeError.code). */
+const ENCODE_ERROR_CODES = Object.freeze({
+  OUT_OF_RANGE: 'out-of-range', // an integer field outside its width
+  NOT_TEXT: 'not-text', // a text field that is not a string
+  NON_ASCII: 'non-ascii', // a text field with NUL or a character past 0x7f
+  TAG_TOO_LONG: 'tag-too-long', // more data than one tag carries (255, or 248 encrypted)
+  BAD_VAR: 'bad-var', // a vars key that is not 1..10
+  BAD_ECC: 'bad-ecc', // an empty ECC name
+  BAD_STATUS: 'bad-status', // a status name or number not in the table
+  UNKNOWN_TYPE: 'unknown-type', // a message type the encoder does not know
+});
+const KNOWN_ENCODE_CODES = new Set(Object.values(ENCODE_ERROR_CODES));
+
+/** Encoder refusals: thrown before a single byte is written. `code` is one of ENCODE_ERROR_CODES. */
 class EncodeError extends TypeError {
   constructor(code, message) {
+    if (!KNOWN_ENCODE_CODES.has(code)) throw new TypeError(`unknown EncodeError code ${code}`);
     super(message);
     this.name = 'EncodeError';
     this.code = code;
   }
 }
 
-module.exports = { ProtocolError, EncodeError, ERROR_CODES };
+module.exports = {
+  ProtocolError, EncodeError, ERROR_CODES, ENCODE_ERROR_CODES,
+};

@@ -3,7 +3,9 @@
 // The public surface of the GED-145 codec. No sockets and no timers in this package.
 
 const constants = require('./constants');
-const { ProtocolError, EncodeError, ERROR_CODES } = require('./errors');
+const {
+  ProtocolError, EncodeError, ERROR_CODES, ENCODE_ERROR_CODES,
+} = require('./errors');
 const { Framer } = require('./framer');
 const { decode, decodeFrame } = require('./parser');
 const { encode, serialize } = require('./serializer');
@@ -18,6 +20,7 @@ module.exports = {
   ProtocolError,
   EncodeError,
   ERROR_CODES,
+  ENCODE_ERROR_CODES,
   Framer,
   MessageReader,
   decode,

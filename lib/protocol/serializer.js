@@ -6,7 +6,7 @@
 const {
   MESSAGE_TYPES: T, TAGS, STATUS, HEADER_LENGTH, MAX_TAG_DATA, VAR_COUNT, MAX_UINT32, QUERY_FLAGS,
 } = require('./constants');
-const { EncodeError } = require('./errors');
+const { EncodeError, ENCODE_ERROR_CODES: E } = require('./errors');
 
 const { NOT_WIRE_TEXT: NOT_TEXT } = require('./text');
 const { MAX_ENCRYPTED_FIELD: ENCRYPTED_TAG_DATA } = require('./des'); // 248: a padded field still fits one length byte
@@ -15,7 +15,7 @@ const NO_OPTIONS = Object.freeze({});
 
 function uint32(value, field) {
   if (!Number.isInteger(value) || value < 0 || value > MAX_UINT32) {
-    throw new EncodeError('out-of-range', `${field} must be an integer from 0 to ${MAX_UINT32}, got ${value}`);
+    throw new EncodeError(E.OUT_OF_RANGE, `${field} must be an integer from 0 to ${MAX_UINT32}, got ${value}`);
   }
   return value;
 }
@@ -32,8 +32,8 @@ function eccText(value, prefix, name) {
 }
 
 function textError(value, field) {
-  if (typeof value !== 'string') return new EncodeError('not-text', `${field} must be a string`);
-  return new EncodeError('non-ascii', `${field} must be ASCII text without NUL`);
+  if (typeof value !== 'string') return new EncodeError(E.NOT_TEXT, `${field} must be a string`);
+  return new EncodeError(E.NON_ASCII, `${field} must be ASCII text without NUL`);
 }
 
 // vars key ("1".."10") -> [tag, field name]
@@ -61,12 +61,12 @@ class TagList {
   add(id, data, field) {
     if (this.cipher !== undefined) {
       if (data.length > ENCRYPTED_TAG_DATA) {
-        throw new EncodeError('tag-too-long', `${field} is ${data.length} bytes; an encrypted tag holds at most ${ENCRYPTED_TAG_DATA}`);
+        throw new EncodeError(E.TAG_TOO_LONG, `${field} is ${data.length} bytes; an encrypted tag holds at most ${ENCRYPTED_TAG_DATA}`);
       }
       data = this.cipher.encryptField(Buffer.isBuffer(data) ? data : Buffer.from(data, 'latin1'));
     }
     if (data.length > MAX_TAG_DATA) {
-      throw new EncodeError('tag-too-long', `${field} is ${data.length} bytes; a tag holds at most ${MAX_TAG_DATA}`);
+      throw new EncodeError(E.TAG_TOO_LONG, `${field} is ${data.length} bytes; a tag holds at most ${MAX_TAG_DATA}`);
     }
     this.items.push(id, data);
     this.size += 2 + data.length;
@@ -96,7 +96,7 @@ class TagList {
     for (const key in vars) {
       const field = VAR_FIELDS[key];
       if (field === undefined) {
-        throw new EncodeError('bad-var', `vars key ${key} is not a peripheral variable number 1..${VAR_COUNT}`);
+        throw new EncodeError(E.BAD_VAR, `vars key ${key} is not a peripheral variable number 1..${VAR_COUNT}`);
       }
       this.scalar(field[0], vars[key], field[1]);
     }
@@ -108,7 +108,7 @@ class TagList {
     for (const name in ecc) {
       const value = ecc[name];
       if (value === undefined || value === null) continue;
-      if (name.length === 0) throw new EncodeError('bad-ecc', 'ECC name is empty');
+      if (name.length === 0) throw new EncodeError(E.BAD_ECC, 'ECC name is empty');
       const pair = `${eccText(name, 'ecc name ', name)}\0${eccText(value, 'ecc.', name)}\0`;
       if (packed.length + pair.length > this.limit && packed.length > 0) {
         this.add(TAGS.ECC, packed, 'ecc');
@@ -123,15 +123,15 @@ class TagList {
   eccArrayElement(el) {
     const { name, index, value } = el;
     if (!Number.isInteger(index) || index < 0 || index > 255) {
-      throw new EncodeError('out-of-range', `ECC array index must be 0..255, got ${index}`);
+      throw new EncodeError(E.OUT_OF_RANGE, `ECC array index must be 0..255, got ${index}`);
     }
-    if (typeof name !== 'string' || name.length === 0) throw new EncodeError('bad-ecc', 'ECC array name is empty');
+    if (typeof name !== 'string' || name.length === 0) throw new EncodeError(E.BAD_ECC, 'ECC array name is empty');
     const data = `${String.fromCharCode(index)}${eccText(name, 'ecc array name ', name)}\0${eccText(value, 'eccArrays.', name)}\0`;
     this.add(TAGS.ECC_ARRAY, data, 'eccArrays');
   }
 
   raw({ tag, data }) {
-    if (!Number.isInteger(tag) || tag < 0 || tag > 255) throw new EncodeError('out-of-range', `tag number ${tag}`);
+    if (!Number.isInteger(tag) || tag < 0 || tag > 255) throw new EncodeError(E.OUT_OF_RANGE, `tag number ${tag}`);
     this.add(tag, Buffer.isBuffer(data) ? data : asciiText(data, `tag ${tag}`), `tag ${tag}`);
   }
 
@@ -167,7 +167,7 @@ function frame(typeId, words, flags, tags) {
 
 function status(value) {
   const s = typeof value === 'string' ? STATUS[value] : value;
-  if (s === undefined) throw new EncodeError('bad-status', `unknown status ${value}`);
+  if (s === undefined) throw new EncodeError(E.BAD_STATUS, `unknown status ${value}`);
   return uint32(s, 'status');
 }
 
@@ -237,7 +237,7 @@ function encode(msg, { nul } = {}) {
     case T.QUERY_RESP: return serialize.queryResp(msg, { nul });
     case T.PARAM_REQ: return serialize.paramReq(msg);
     case T.PARAM_CONF: return serialize.paramConf(msg.invokeId);
-    default: throw new EncodeError('unknown-type', `cannot encode message type ${msg.type || msg.typeId}`);
+    default: throw new EncodeError(E.UNKNOWN_TYPE, `cannot encode message type ${msg.type || msg.typeId}`);
   }
 }
 

@@ -1,0 +1,34 @@
+'use strict';
+
+// The product's error catalogue, in the manner of undici's lib/core/errors.js: each class has a
+// `name` and a stable `code`, and the CLI decides what to print and how to exit by the code
+// (bin/ged145.js). The codec's own errors are in lib/protocol/errors.js, the HTTP engines' in
+// gateway/engines/errors.js; every code is listed in CODES below.
+
+const CODES = Object.freeze({
+  USAGE: 'ERR_GED145_USAGE', // a bad command line: one line, a pointer to --help, exit 2
+  OPERATOR: 'ERR_GED145_OPERATOR', // an expected condition (bad config, port in use): one line, exit 1
+  ENGINE: 'ERR_GED145_ENGINE', // a backend HTTP request failed (gateway/engines/errors.js)
+  ENCODE: 'ERR_GED145_ENCODE', // a message cannot be encoded (lib/protocol/errors.js)
+  PLACEHOLDER: 'ERR_GED145_PLACEHOLDER', // a URL placeholder value that cannot be a path segment (gateway/routes.js)
+});
+
+/** A bad command line. */
+class UsageError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'UsageError';
+    this.code = CODES.USAGE;
+  }
+}
+
+/** An operator-facing failure (bad config file, port in use, nothing listening): one clear line, no stack. */
+class OperatorError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'OperatorError';
+    this.code = CODES.OPERATOR;
+  }
+}
+
+module.exports = { CODES, UsageError, OperatorError };
