@@ -2,8 +2,8 @@
 
 // Turns one QUERY_REQ into one backend call and classifies the result:
 //   {kind: 'ok', answer}            -> QUERY_RESP status 0
-//   {kind: 'app-error', text}       -> FAILURE_CONF E_AG_HOST_ERROR2 (a 4xx, or a module's refusal)
-//   {kind: 'host-error', reason, text} -> FAILURE_CONF E_AG_HOST_ERROR1 (5xx, bad JSON, unreachable, ...)
+//   {kind: 'app_error', text}       -> FAILURE_CONF E_AG_HOST_ERROR2 (a 4xx, or a module's refusal)
+//   {kind: 'host_error', reason, text} -> FAILURE_CONF E_AG_HOST_ERROR1 (5xx, bad JSON, unreachable, ...)
 // It never throws: every path ends in one of the three.
 
 const { performance } = require('node:perf_hooks');
@@ -17,7 +17,7 @@ const { LogThrottle } = require('./log-throttle');
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
-const hostError = (reason, text) => ({ kind: 'host-error', reason, text });
+const hostError = (reason, text) => ({ kind: 'host_error', reason, text });
 
 class Backend {
   /** log and metrics are optional (the warm-up runs without them). */
@@ -57,7 +57,7 @@ class Backend {
       if (!(err instanceof PlaceholderError)) throw err;
       const n = this.throttle.hit('placeholder');
       if (n && this.log) this.log.warn(`query refused before the backend: ${err.message}`, { subtype: logText(q.subtype), invokeId: q.invokeId, count: n });
-      return { kind: 'app-error', text: err.message, reason: 'bad-placeholder' };
+      return { kind: 'app_error', text: err.message, reason: 'bad-placeholder' };
     }
   }
 
@@ -84,7 +84,7 @@ class Backend {
     const timeout = AbortSignal.timeout(route.timeoutMs);
     request.signal = AbortSignal.any([signal, timeout]);
     const outcome = await this.send(request, route.mapping, route.errorPath);
-    if (outcome.kind === 'host-error' && timeout.aborted && !signal.aborted) {
+    if (outcome.kind === 'host_error' && timeout.aborted && !signal.aborted) {
       this.health.failure('timeout');
       return hostError('timeout', `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
     }
@@ -99,7 +99,7 @@ class Backend {
     } catch (err) {
       if (signal.aborted) return hostError('aborted', 'backend aborted');
       const status = err && Number(err.status || err.statusCode);
-      if ((err && err.appError) || (status >= 400 && status < 500)) return { kind: 'app-error', text: String(err.message || 'rejected') };
+      if ((err && err.appError) || (status >= 400 && status < 500)) return { kind: 'app_error', text: String(err.message || 'rejected') };
       // The handler's own words stay in the host's log; the router gets E_AG_HOST_ERROR1.
       const n = this.throttle.hit('module-error');
       if (n && this.log) this.log.error(
@@ -145,7 +145,7 @@ class Backend {
     }
     if (status >= 400 && status < 500) {
       this.health.success(); // a deliberate "no" is an answer
-      return { kind: 'app-error', text: appErrorText(text, errorPath, status), status };
+      return { kind: 'app_error', text: appErrorText(text, errorPath, status), status };
     }
     return hostError(`http-${status}`, `backend HTTP ${status}`);
   }

@@ -1,8 +1,8 @@
 'use strict';
 
 const { loadConfig } = require('./config');
-const { startGateway, startCluster } = require('./index');
-const { startRestSim } = require('../rest-sim/server');
+const { startGateway } = require('./index');
+const { startCluster } = require('./cluster');
 const { createLogger } = require('../lib/logger');
 const { OperatorError } = require('../lib/errors');
 const { numberFlag } = require('../lib/cli-flags');
@@ -81,6 +81,7 @@ async function main(values) {
       throw new OperatorError('no backend configured: give --backend URL (or backend.url in the config), '
         + 'or --embedded-backend to serve from the built-in REST simulator');
     }
+    const { startRestSim } = require('../rest-sim/server'); // only here: production never loads the simulator
     sim = await startRestSim({ port: 0, host: '127.0.0.1' });
     config.backend.url = sim.url;
     log.info(`no backend configured: serving from the built-in REST simulator at ${sim.url}`);

@@ -123,7 +123,8 @@ const LIMIT_RANGES = Object.freeze({
   maxSubtypeLabels: [0, 1000],
 });
 
-function validate(c, baseDir, env) {
+/** Checks every setting of the layered config c; throws an OperatorError naming the first bad key. */
+function validate(c) {
   check(typeof c.host === 'string' && c.host.length > 0, 'host', 'must be an address');
   check(!/^[\d.]+$/.test(c.host) || net.isIPv4(c.host), 'host', `'${c.host}' is not a valid IPv4 address`);
   check(intIn(c.port, 0, 65535), 'port', 'must be a port number 0..65535');
@@ -150,9 +151,8 @@ function validate(c, baseDir, env) {
   }
   check(intIn(c.shutdownTimeoutMs, 0, 600_000), 'shutdownTimeoutMs', 'must be an integer from 0 to 600000 (milliseconds)');
   check(Array.isArray(c.allowlist), 'allowlist', 'must be a list of addresses and CIDR ranges');
-  let allowlist = null;
   try {
-    allowlist = c.allowlist.length > 0 ? compileAllowlist(c.allowlist) : null;
+    compileAllowlist(c.allowlist);
   } catch (err) {
     check(false, 'allowlist', `entry ${err.message}`);
   }
@@ -168,16 +168,27 @@ function validate(c, baseDir, env) {
   for (const k of ['cert', 'key', 'ca']) check(c.tls[k] === null || typeof c.tls[k] === 'string', `tls.${k}`, 'must be a file path or null');
   check((c.tls.cert === null) === (c.tls.key === null), 'tls', 'needs both cert and key');
   check(isObject(c.routes), 'routes', 'must be an object of subtype -> route');
+  return c;
+}
+
+/**
+ * The parts of a validated config that are not plain data: routes compiled (handler modules
+ * loaded), the allowlist as a filter, the DES key read. A cluster worker receives the validated
+ * settings as JSON and runs only this (gateway/cluster.js).
+ */
+function compileConfig(settings, { baseDir, env }) {
+  const c = { ...settings };
+  delete c.compiledRoutes; // a Map does not survive JSON: compiled again below
   const routes = new Map(); // subtype -> compiled route; a Map, so "__proto__" is a subtype like any other
   for (const [subtype, route] of Object.entries(c.routes)) {
     try {
       routes.set(subtype, compileRoute(route, { baseDir, deadlineMs: c.deadlineMs }));
     } catch (err) {
-      throw new OperatorError(`config: routes.${subtype}: ${err.message}`);
+      throw new OperatorError(`config: routes.${subtype}: ${err.message}`, { cause: err });
     }
   }
   const out = { ...c, compiledRoutes: routes, baseDir };
-  Object.defineProperty(out, 'allowlistFilter', { value: allowlist, enumerable: false });
+  Object.defineProperty(out, 'allowlistFilter', { value: c.allowlist.length > 0 ? compileAllowlist(c.allowlist) : null, enumerable: false });
   // The parsed key rides along non-enumerable: it never reaches a log line, /sessions or JSON.
   const desKey = readDesKey(c, baseDir, env);
   check(!c.des.require || desKey !== null, 'des.require', 'is true but no DES key is configured (GED145_DES_KEY or des.keyFile)');
@@ -244,10 +255,12 @@ function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = 
   }
   try {
     const config = merge(merge(structuredClone(DEFAULTS), fromFile), layered);
-    return validate(config, baseDir, env);
+    return compileConfig(validate(config), { baseDir, env });
   } finally {
     sources = {};
   }
 }
 
-module.exports = { loadConfig, DEFAULTS, OPAQUE_KEYS, LIMIT_RANGES };
+module.exports = {
+  loadConfig, compileConfig, DEFAULTS, OPAQUE_KEYS, LIMIT_RANGES,
+};

@@ -304,7 +304,7 @@ class Session {
     if (this.debug) this.log.debug('query', describeQuery(q, this.id, this.redact));
     this.backend.call(q, p.controller.signal).then(
       (outcome) => this.complete(p, outcome),
-      (err) => this.complete(p, { kind: 'host-error', reason: 'internal', text: 'internal error', err }),
+      (err) => this.complete(p, { kind: 'host_error', reason: 'internal', text: 'internal error', err }),
     );
   }
 
@@ -333,7 +333,7 @@ class Session {
   replyFor(q, outcome) {
     switch (outcome.kind) {
       case 'ok': return this.answerReply(q, outcome.answer);
-      case 'app-error': return ['app_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, outcome.text)];
+      case 'app_error': return ['app_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, outcome.text)];
       default: {
         if (outcome.err) {
           const n = this.throttle.hit('internal');

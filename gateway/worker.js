@@ -1,25 +1,15 @@
 'use strict';
 
-// Entry point of a cluster worker: the primary passes the validated config in the environment.
+// Entry point of a cluster worker: the primary passes the validated settings in the environment;
+// only what cannot cross a process boundary (route modules, the allowlist filter, the DES key) is
+// made again here, without validating a second time.
 
-const { runWorker } = require('./index');
-const { loadConfig, OPAQUE_KEYS } = require('./config');
+const { runWorker } = require('./cluster');
+const { compileConfig } = require('./config');
 
-const raw = JSON.parse(process.env.GED145_WORKER_CONFIG);
-const { baseDir } = raw;
-delete raw.compiledRoutes; // recompiled here: modules and functions do not cross processes
-delete raw.baseDir;
+const settings = JSON.parse(process.env.GED145_WORKER_CONFIG);
 // Only the DES key comes from the environment again (it is never put in the JSON above).
-const config = loadConfig({ env: { GED145_DES_KEY: process.env.GED145_DES_KEY }, overrides: flatten(raw), baseDir });
-
-function flatten(obj, prefix = '', out = {}) {
-  for (const [k, v] of Object.entries(obj)) {
-    const key = prefix + k;
-    if (v !== null && typeof v === 'object' && !Array.isArray(v) && !OPAQUE_KEYS.has(k)) flatten(v, `${key}.`, out);
-    else out[key] = v;
-  }
-  return out;
-}
+const config = compileConfig(settings, { baseDir: settings.baseDir, env: { GED145_DES_KEY: process.env.GED145_DES_KEY } });
 
 runWorker(config).catch((err) => {
   process.stderr.write(`gateway worker: ${err.message}\n`);

@@ -172,7 +172,7 @@ describe('Session (unit, fake clock)', () => {
     backend.calls[1].resolve({ kind: 'ok', answer: {} });
     await flush();
     assert.deepEqual(socket.replies.map((m) => m.invokeId), [1, 6]);
-    backend.calls[0].resolve({ kind: 'app-error', text: 'nope' });
+    backend.calls[0].resolve({ kind: 'app_error', text: 'nope' });
     await flush();
     assert.deepEqual(socket.replies.map((m) => [m.type, m.invokeId]), [['OPEN_CONF', 1], ['QUERY_RESP', 6], ['FAILURE_CONF', 5], ['CLOSE_CONF', 7]]);
     assert.equal(socket.destroyed, false);
