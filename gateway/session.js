@@ -3,9 +3,9 @@
 // One router connection (side A, side B, or any other): the GED-145 session state machine.
 // States: connected -> open (after OPEN_REQ) -> closing (after CLOSE_REQ) -> closed.
 // Invariant: every request read from the router gets exactly one reply, unless the socket itself
-// is gone (then its backend calls are aborted and nothing is written). The bookkeeping of queries
-// in flight is in inflight.js, reply bytes in reply.js, what a log line shows of a query in
-// redact.js.
+// is gone (then its backend calls are aborted and nothing is written). The socket side (reading,
+// writing, timers, the lingering close) is in router-link.js, the bookkeeping of queries in
+// flight in inflight.js, reply bytes in reply.js, what a log line shows of a query in redact.js.
 //
 // What a Session needs from its gateway (server.js, or a test double):
 //   config            the validated config (limits, deadlineMs, versions, duplicates, des, log)
@@ -18,10 +18,10 @@
 //   onSessionIdle(s)  the session has no query in flight any more
 //   onSessionClosed(s) the socket closed; the session is finished
 
-const { performance } = require('node:perf_hooks');
 const {
-  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, des, DIRECTION, EncodeError,
+  serialize, STATUS, MESSAGE_TYPES: T, des, EncodeError,
 } = require('../lib/protocol');
+const { RouterLink } = require('./router-link');
 const { InFlight } = require('./inflight');
 const { ReplyWriter } = require('./reply');
 const { describeQuery } = require('./redact');
@@ -35,25 +35,6 @@ const RESUME_FRACTION = 0.5; // a paused session reads again when in-flight drop
  * would overflow setTimeout into a 1 ms spin) gets limits.defaultIdleTimeoutMs (docs/configuration.md).
  */
 const IDLE_TIMEOUT_RANGE = Object.freeze({ min: 1000, max: 24 * 60 * 60 * 1000 });
-
-// Module-level socket handlers: no closures per connection on the hot path.
-function socketOnData(chunk) {
-  this.session.onData(chunk);
-}
-function socketOnEnd() {
-  this.session.onEnd();
-}
-function socketOnClose() {
-  this.session.onClose();
-}
-function socketOnError(err) {
-  this.session.onSocketError(err);
-}
-function uncork(session) {
-  if (!session.corked) return;
-  session.corked = false;
-  if (!session.socket.destroyed) session.socket.uncork();
-}
 
 class Session {
   constructor(socket, gateway) {
@@ -82,65 +63,33 @@ class Session {
     this.inflight = new InFlight({ deadlineMs: this.deadlineMs, onDeadline: (p) => this.expire(p), metrics: this.metrics });
     this.reply = new ReplyWriter({ maxBody: this.limits.maxMessageLength });
     this.closeWaiters = [];
-    this.paused = false; // reading stopped at the in-flight cap
-    this.corked = false;
-    // Closing: `ending` once we decided to close (input is ignored from then on), `finishing` once
-    // our FIN is queued, `peerEnded` once the router's FIN arrived, `closed` once the socket is gone.
-    this.ending = null;
-    this.finishing = false;
-    this.peerEnded = false;
+    this.ending = null; // {reason, last} once we decided to close: what is in flight is answered first
     this.closed = false;
-    this.closeReason = null;
     this.counters = {
       queries: 0, ok: 0, failed: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0,
     };
-
-    this.lastRx = performance.now();
-    this.partialSince = -1; // when the frame now buffered began to arrive; -1 = none
-    this.idleTimer = null;
-    this.partialTimer = null;
-    this.lingerTimer = null;
     this.openTimer = setTimeout(onOpenTimeout, this.limits.openTimeoutMs, this);
-
-    this.reader = new MessageReader({
-      direction: DIRECTION.ROUTER_TO_HOST,
-      maxMessageLength: this.limits.maxMessageLength,
+    this.link = new RouterLink(socket, {
+      limits: this.limits,
+      log: this.log,
+      meta: { session: this.id, peer: this.peer },
       onMessage: (msg) => this.onMessage(msg),
-      onError: (err) => this.onProtocolError(err),
+      onProtocolError: (err) => this.onProtocolError(err),
+      onPeerEnd: () => this.end('closed by router'), // half-close: what was sent is answered first
+      onClosed: () => this.onClose(),
     });
-
-    socket.session = this;
-    socket.setNoDelay(true);
-    socket.setKeepAlive(true, 30_000);
-    socket.on('data', socketOnData);
-    socket.on('end', socketOnEnd);
-    socket.on('close', socketOnClose);
-    socket.on('error', socketOnError);
     this.log.info('router connected', { session: this.id, peer: this.peer });
   }
 
-  // ---- input -------------------------------------------------------------------------------
-
-  onData(chunk) {
-    if (this.ending !== null) return; // closing: read and discard, so the close is not a reset
-    this.lastRx = performance.now();
-    const framesBefore = this.reader.frames;
-    try {
-      this.reader.push(chunk);
-    } catch (err) {
-      // A bug in a handler must cost one connection, never the process.
-      this.log.error('internal error while handling router data; closing the connection', { session: this.id, error: err.message });
-      this.destroy('internal error');
-      return;
-    }
-    if (this.reader.bufferedBytes > 0) {
-      // The frame now buffered started in this chunk if any frame completed in it.
-      if (this.partialSince < 0 || this.reader.frames !== framesBefore) this.partialSince = this.lastRx;
-      this.armPartial();
-    } else {
-      this.partialSince = -1;
-    }
+  get closeReason() {
+    return this.link.closeReason;
   }
+
+  get paused() {
+    return this.link.paused;
+  }
+
+  // ---- requests ----------------------------------------------------------------------------
 
   onMessage(msg) {
     if (this.closed || this.ending !== null) return;
@@ -176,8 +125,7 @@ class Session {
       this.end(refusal);
       return;
     }
-    clearTimeout(this.openTimer);
-    this.openTimer = null;
+    this.clearOpenTimer();
     // Each OPEN sets encryption afresh: an encrypted session closed and reopened plain is plain.
     this.setEncryption(sessionKey);
     this.state = 'open';
@@ -185,7 +133,7 @@ class Session {
     this.connectInfo = msg.config;
     this.version = msg.version;
     this.idleTimeoutMs = this.idleTimeoutFor(msg.idleTimeoutMs);
-    this.armIdle(this.idleTimeoutMs);
+    this.link.setIdleTimeout(this.idleTimeoutMs);
     this.send(serialize.openConf(msg.invokeId));
     this.log.info('session opened', {
       session: this.id, peer: this.peer, connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs, encrypted: this.encrypted,
@@ -240,7 +188,7 @@ class Session {
       },
     });
     this.reply.setCipher(cipher);
-    this.reader.setCipher(cipher);
+    this.link.setCipher(cipher);
   }
 
   idleTimeoutFor(requested) {
@@ -300,7 +248,7 @@ class Session {
     }
     const p = this.inflight.add(q);
     // A hard cap, per message: the frames behind this one wait in the reader, unread.
-    if (!this.paused && this.inflight.size >= this.limits.maxInFlight) this.pauseInput();
+    if (!this.link.paused && this.inflight.size >= this.limits.maxInFlight) this.link.pauseInput();
     if (this.debug) this.log.debug('query', describeQuery(q, this.id, this.redact));
     this.backend.call(q, p.controller.signal).then(
       (outcome) => this.complete(p, outcome),
@@ -390,10 +338,10 @@ class Session {
 
   afterSettle() {
     if (this.closed) return;
-    if (this.paused && this.ending === null && this.inflight.size <= this.limits.maxInFlight * RESUME_FRACTION) this.resumeInput();
+    if (this.link.paused && this.ending === null && this.inflight.size <= this.limits.maxInFlight * RESUME_FRACTION) this.link.resumeInput();
     if (this.closeWaiters.length > 0) this.settleClose();
     if (this.inflight.size === 0) {
-      if (this.ending !== null) this.finishEnd();
+      if (this.ending !== null) this.link.finish(this.ending.last);
       this.gateway.onSessionIdle(this);
     }
   }
@@ -409,44 +357,11 @@ class Session {
     this.send(this.reply.failureConf(invokeId, status, text));
   }
 
-  /** One write per reply; replies finished in the same tick go out in one corked burst. */
   send(buf) {
-    const socket = this.socket;
-    if (this.closed || this.finishing || socket.destroyed) return;
-    if (!this.corked) {
-      this.corked = true;
-      socket.cork();
-      process.nextTick(uncork, this);
-    }
-    socket.write(buf);
-    if (socket.writableLength > this.limits.maxOutboundBytes) {
-      this.log.warn('router is not reading its replies; closing the connection', {
-        session: this.id, peer: this.peer, bufferedBytes: socket.writableLength, limit: this.limits.maxOutboundBytes,
-      });
-      this.destroy('outbound buffer limit');
-    }
+    this.link.send(buf);
   }
 
-  // ---- flow control ------------------------------------------------------------------------
-
-  pauseInput() {
-    this.paused = true;
-    this.reader.pause();
-    this.socket.pause();
-  }
-
-  resumeInput() {
-    this.paused = false;
-    this.reader.resume(); // frames held since the pause are handled now, and may pause again
-    if (this.paused || this.closed || this.ending !== null) return;
-    this.socket.resume();
-    if (this.reader.bufferedBytes > 0 && this.partialSince < 0) {
-      this.partialSince = performance.now();
-      this.armPartial();
-    }
-  }
-
-  // ---- errors, timers and closing ----------------------------------------------------------
+  // ---- errors and closing ------------------------------------------------------------------
 
   onProtocolError(err) {
     this.metrics.protocolErrors.inc({ code: err.code });
@@ -468,111 +383,25 @@ class Session {
     else this.failure(err.invokeId, err.status, err.message);
   }
 
-  armIdle(ms) {
-    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(onIdleTimeout, ms, this);
-  }
-
-  armPartial() {
-    if (this.partialTimer === null && !this.closed && this.ending === null) {
-      this.partialTimer = setTimeout(onPartialTimeout, this.limits.partialFrameTimeoutMs, this);
-    }
-  }
-
-  checkIdle() {
-    this.idleTimer = null;
-    if (this.closed || this.ending !== null) return;
-    const quiet = performance.now() - this.lastRx;
-    if (quiet >= this.idleTimeoutMs) {
-      this.log.warn(`nothing received for ${this.idleTimeoutMs} ms (IdleTimeout); closing the connection`, { session: this.id, peer: this.peer });
-      this.destroy('idle timeout');
-    } else {
-      this.armIdle(this.idleTimeoutMs - quiet + 1);
-    }
-  }
-
-  checkPartial() {
-    this.partialTimer = null;
-    if (this.closed || this.ending !== null || this.reader.bufferedBytes === 0) return;
-    const waited = performance.now() - this.partialSince;
-    const limit = this.limits.partialFrameTimeoutMs;
-    if (waited >= limit) {
-      this.log.warn(
-        `a frame stayed incomplete for ${limit} ms; closing the connection`, { session: this.id, peer: this.peer, bufferedBytes: this.reader.bufferedBytes }
-      );
-      this.destroy('partial frame timeout');
-    } else {
-      this.partialTimer = setTimeout(onPartialTimeout, limit - waited + 1, this);
-    }
-  }
-
   /**
    * Graceful close: act on no more input, answer the queries in flight (each is bounded by its
-   * deadline), write `last` (a FAILURE_EVENT, say), then a lingering close (finishEnd).
+   * deadline), write `last` (a FAILURE_EVENT, say), then the link's lingering close.
    */
   end(reason, last) {
     if (this.closed || this.ending !== null) return;
     this.ending = { reason, last };
-    if (this.closeReason === null) this.closeReason = reason;
-    this.clearTimers();
-    this.paused = false;
-    this.socket.resume(); // keep reading, to discard
-    if (this.inflight.size === 0) this.finishEnd();
-  }
-
-  /**
-   * Our FIN goes out after every reply; we keep reading (and discarding) until the router closes
-   * too or limits.closeLingerMs passes. Closing with unread bytes would make the kernel send RST,
-   * and the router would throw away replies it had not read yet.
-   */
-  finishEnd() {
-    if (this.finishing || this.closed) return;
-    this.finishing = true;
-    const socket = this.socket;
-    if (this.corked) {
-      this.corked = false;
-      socket.uncork();
-    }
-    socket.end(this.ending.last);
-    if (this.peerEnded) this.closeWhenFlushed();
-    this.lingerTimer = setTimeout(onLingerTimeout, this.limits.closeLingerMs, this);
-  }
-
-  closeWhenFlushed() {
-    const socket = this.socket;
-    if (socket.writableFinished) socket.destroy();
-    else socket.once('finish', () => socket.destroy());
-  }
-
-  /** The router sent FIN: either the answer to our FIN, or a half-close after its last request. */
-  onEnd() {
-    this.peerEnded = true;
-    if (this.finishing) {
-      this.closeWhenFlushed();
-      return;
-    }
-    // Half-close: nothing more will come, but what was sent is answered before we close.
-    this.end('closed by router');
+    this.clearOpenTimer();
+    this.link.stopInput(reason);
+    if (this.inflight.size === 0) this.link.finish(last);
   }
 
   destroy(reason) {
-    if (this.closed) return;
-    if (this.closeReason === null) this.closeReason = reason;
-    this.socket.destroy();
+    this.link.destroy(reason);
   }
 
-  onSocketError(err) {
-    // ECONNRESET and friends: the router went away. 'close' follows and does the cleanup.
-    if (this.closeReason === null) this.closeReason = err.code || err.message;
-  }
-
-  clearTimers() {
-    clearTimeout(this.openTimer);
-    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
-    if (this.partialTimer !== null) clearTimeout(this.partialTimer);
+  clearOpenTimer() {
+    if (this.openTimer !== null) clearTimeout(this.openTimer);
     this.openTimer = null;
-    this.idleTimer = null;
-    this.partialTimer = null;
   }
 
   onClose() {
@@ -580,8 +409,7 @@ class Session {
     const wasOpen = this.state === 'open';
     this.closed = true;
     this.state = 'closed';
-    this.clearTimers();
-    if (this.lingerTimer !== null) clearTimeout(this.lingerTimer);
+    this.clearOpenTimer();
     const lost = this.inflight.size;
     this.inflight.abortAll('lost_router_gone');
     if (wasOpen) this.gateway.releaseSession(this);
@@ -605,7 +433,7 @@ class Session {
       openedAt: this.openedAt && this.openedAt.toISOString(),
       idleTimeoutMs: this.idleTimeoutMs,
       inFlight: this.inflight.size,
-      paused: this.paused,
+      paused: this.link.paused,
       counters: { ...this.counters },
     };
   }
@@ -617,17 +445,6 @@ function onOpenTimeout(session) {
   session.log.warn(`no OPEN_REQ within ${session.limits.openTimeoutMs} ms; closing the connection`, { session: session.id, peer: session.peer });
   session.destroy('open timeout');
 }
-function onIdleTimeout(session) {
-  session.checkIdle();
-}
-function onPartialTimeout(session) {
-  session.checkPartial();
-}
-function onLingerTimeout(session) {
-  session.lingerTimer = null;
-  session.destroy('linger timeout');
-}
-
 function errorText(err) {
   try {
     return err instanceof Error ? err.message : String(err);
