@@ -1,8 +1,14 @@
 'use strict';
 
-// One router side's connection to a host: OPEN_REQ with version fallback, heartbeats after an
-// idle interval, request timeouts counted as missed heartbeats, HeartbeatLimit and ErrorThreshold
-// reconnects, pipelined queries matched by InvokeID in any order, CLOSE_REQ on shutdown.
+// One router side's connection to a host: the socket and its reconnects (SessionRetry), OPEN_REQ
+// with version fallback and DES, heartbeats after an idle interval, request timeouts counted as
+// missed heartbeats, HeartbeatLimit and ErrorThreshold, CLOSE_REQ on shutdown. Replies are matched
+// by InvokeID in any order in invoke-book.js, which also keeps the injected-error accounting;
+// what is written goes through the FrameWriter (injector.js), which fragments, delays or
+// coalesces it and hands each piece to the pcap capture; heartbeats are in heartbeats.js.
+// This file stays near 400 lines on purpose: the socket lifecycle, the reconnect decisions, the
+// OPEN handshake and the per-reply rules (ErrorThreshold) read and write one state (state,
+// failedAttempts, errors, drop reason), which a further split would pass around by hand.
 
 const net = require('node:net');
 const tls = require('node:tls');
@@ -13,13 +19,21 @@ const {
   MessageReader, serialize, STATUS, MESSAGE_TYPES: T, MAX_UINT32, des, DIRECTION,
 } = require('../lib/protocol');
 const { FrameWriter, INVALID_KINDS } = require('./injector');
+const { InvokeBook } = require('./invoke-book');
+const { Heartbeats } = require('./heartbeats');
 
 const SWEEP_MS = 20;
 
 /**
- * new RouterConnection({host, port, side, settings, stats, injection, tls, rnd})
- * Events: 'open', 'down' (reason), 'reply' (logical, msg, latencyMs), 'closed' (after stop()).
+ * new RouterConnection({host, port, side, settings, stats, injection, tls, rnd, desKey, pcap})
  * A logical query is {scheduledAt, outstanding, settled, ...}; send(frameFields, logical) sends one copy.
+ * Events:
+ *   'open'                       a session is open (OPEN_CONF)
+ *   'reply' (logical, msg, ms)   the first reply to a logical query, with its latency from scheduledAt
+ *   'lost' (logical)             the connection dropped with the last copy of a logical query unanswered
+ *   'down' (reason)              the connection ended; a reconnect follows unless stopping
+ *   'gave-up'                    SessionRetryLimit failed attempts in a row: no more reconnects
+ *   'closed'                     after stop(), once the socket is gone
  */
 class RouterConnection extends EventEmitter {
   constructor({
@@ -33,7 +47,7 @@ class RouterConnection extends EventEmitter {
     this.port = port;
     this.side = side;
     this.settings = settings;
-    this.stats = stats;
+    this.runStats = stats;
     this.injection = injection;
     this.tlsOptions = tlsOptions;
     this.rnd = rnd;
@@ -41,14 +55,18 @@ class RouterConnection extends EventEmitter {
     this.socket = null;
     this.writer = null;
     this.nextInvokeId = 1;
-    this.pending = new Map(); // invokeId -> {logical, sentAt}
-    this.overdue = new Map(); // past requestTimeoutMs, still waiting
-    this.expectedRejects = new Map(); // invokeId -> kind of the invalid frame sent with it
-    this.answeredIds = new Set(); // recent replies, to tell a duplicate reply from an unknown one
-    this.answeredOrder = [];
-    this.heartbeat = null; // {invokeId, sentAt}
-    this.nextHeartbeatAt = 0;
-    this.misses = 0;
+    this.book = new InvokeBook(stats);
+    this.reader = null;
+    this.flow = null; // the pcap flow of the current connection
+    this.socketError = null;
+    this.dropReason = null;
+    this.dropWasFailure = false;
+    this.openInvokeId = 0;
+    this.openSentAt = 0;
+    this.openRefused = null;
+    this.versionIndex = 0;
+    this.sessionKey = null;
+    this.heartbeats = new Heartbeats(this, (reason) => this.drop(reason, true));
     this.errors = 0;
     this.failedAttempts = 0;
     this.lastTx = 0;
@@ -58,7 +76,16 @@ class RouterConnection extends EventEmitter {
     this.sweepTimer = null;
     this.retryTimer = null;
     this.version = undefined;
-    this.expectingFatal = null;
+  }
+
+  get stats() {
+    return this.runStats;
+  }
+
+  /** The router starts a new RunStats for each run; the book counts into the same one. */
+  set stats(stats) {
+    this.runStats = stats;
+    if (this.book) this.book.stats = stats;
   }
 
   get isOpen() {
@@ -99,18 +126,16 @@ class RouterConnection extends EventEmitter {
   }
 
   onConnect() {
+    let onWrite;
     if (this.pcap && !this.tlsOptions) {
       const socket = this.socket;
       this.flow = this.pcap.flow({
         clientAddress: socket.localAddress, clientPort: socket.localPort, serverAddress: socket.remoteAddress, serverPort: socket.remotePort,
       });
-      const write = socket.write.bind(socket);
-      socket.write = (buf, ...rest) => {
-        this.flow.out(buf);
-        return write(buf, ...rest);
-      };
+      const flow = this.flow;
+      onWrite = (piece) => flow.out(piece); // each piece as it goes to the socket, so --frag shows as it happened
     }
-    this.writer = new FrameWriter(this.socket, this.injection, this.rnd);
+    this.writer = new FrameWriter(this.socket, this.injection, this.rnd, { onWrite });
     this.state = 'opening';
     this.versionIndex = 0;
     this.sendOpen();
@@ -143,9 +168,7 @@ class RouterConnection extends EventEmitter {
   send(fields, logical) {
     if (this.state !== 'open') return false;
     const invokeId = this.invokeId();
-    // A query behind an induced fatal frame is never read by the host: its loss is expected.
-    this.pending.set(invokeId, { logical, sentAt: performance.now(), afterFatal: this.expectingFatal !== null });
-    logical.outstanding++;
+    this.book.addQuery(invokeId, logical);
     this.write(serialize.queryReq({ ...fields, invokeId }, { nul: true, cipher: this.cipher }));
     return true;
   }
@@ -155,11 +178,7 @@ class RouterConnection extends EventEmitter {
     if (this.state !== 'open') return false;
     const spec = INVALID_KINDS[kind];
     const invokeId = this.invokeId();
-    this.stats.injected[spec.expect]++;
-    // A reject sent behind a fatal frame can never be answered: the host stops reading at the fatal one.
-    if (spec.expect === 'reject') this.expectedRejects.set(invokeId, { kind, afterFatal: this.expectingFatal !== null });
-    else if (this.expectingFatal === null) this.expectingFatal = { kind, at: performance.now() };
-    else this.stats.voided.fatal++; // a second fatal frame behind the first
+    this.book.addInvalid(invokeId, kind, spec.expect);
     this.write(spec.build(invokeId, this.rnd));
     return true;
   }
@@ -167,12 +186,7 @@ class RouterConnection extends EventEmitter {
   /** One HEARTBEAT_REQ now; resolves with its round trip in ms (rejects if the connection drops). */
   ping() {
     if (this.state !== 'open') return Promise.reject(new Error('no open session'));
-    const invokeId = this.invokeId();
-    if (!this.pings) this.pings = new Map();
-    return new Promise((resolve, reject) => {
-      this.pings.set(invokeId, { sentAt: performance.now(), resolve, reject });
-      this.write(serialize.heartbeatReq(invokeId));
-    });
+    return this.heartbeats.ping();
   }
 
   sendParam(paramId, paramValue) {
@@ -185,7 +199,7 @@ class RouterConnection extends EventEmitter {
   onMessage(msg) {
     switch (msg.typeId) {
       case T.OPEN_CONF: return this.onOpenConf(msg);
-      case T.HEARTBEAT_CONF: return this.onHeartbeatConf(msg);
+      case T.HEARTBEAT_CONF: return this.heartbeats.onConf(msg);
       case T.QUERY_RESP: return this.onReply(msg, msg.status);
       case T.FAILURE_CONF: return this.onFailureConf(msg);
       case T.FAILURE_EVENT:
@@ -210,9 +224,8 @@ class RouterConnection extends EventEmitter {
     }
     this.state = 'open';
     this.failedAttempts = 0;
-    this.misses = 0;
+    this.heartbeats.reset();
     this.errors = 0;
-    this.nextHeartbeatAt = 0;
     this.emit('open');
   }
 
@@ -227,37 +240,16 @@ class RouterConnection extends EventEmitter {
       this.drop(`OPEN_REQ refused: ${this.openRefused}`, true);
       return;
     }
-    const expected = this.expectedRejects.get(msg.invokeId);
-    if (expected !== undefined) {
-      this.expectedRejects.delete(msg.invokeId);
-      if (msg.status === STATUS.E_AG_INVALID_MESSAGE) this.stats.caught.reject++;
-      else this.stats.violation(`invalid ${expected.kind} frame answered with ${msg.statusName}`);
-      return;
-    }
+    if (this.book.answerInvalid(msg.invokeId, msg.status, msg.statusName, STATUS.E_AG_INVALID_MESSAGE)) return;
     this.onReply(msg, msg.status);
   }
 
   onReply(msg, status) {
-    const id = msg.invokeId;
-    let entry = this.pending.get(id);
-    if (entry !== undefined) this.pending.delete(id);
-    else {
-      entry = this.overdue.get(id);
-      if (entry !== undefined) this.overdue.delete(id);
-    }
-    if (entry === undefined) {
-      if (this.expectedRejects.has(id)) {
-        this.expectedRejects.delete(id);
-        this.stats.violation('invalid frame answered as a query');
-      } else {
-        this.stats.violation(this.answeredIds.has(id) ? 'second reply to one InvokeID' : 'reply to an unknown InvokeID');
-      }
-      return;
-    }
-    this.remember(id);
+    const entry = this.book.takeReply(msg.invokeId);
+    if (entry === undefined) return;
     const now = performance.now();
     const inTime = now - entry.sentAt <= this.settings.requestTimeoutMs;
-    if (inTime) this.misses = 0;
+    if (inTime) this.heartbeats.answeredInTime();
     if (status === 0) this.errors = 0;
     else if (++this.errors >= this.settings.errorThreshold && this.settings.errorThreshold > 0) {
       this.finish(entry.logical, msg, now);
@@ -276,29 +268,6 @@ class RouterConnection extends EventEmitter {
     this.emit('reply', logical, msg, latency);
   }
 
-  remember(id) {
-    this.answeredIds.add(id);
-    this.answeredOrder.push(id);
-    if (this.answeredOrder.length > 100_000) this.answeredIds.delete(this.answeredOrder.shift());
-  }
-
-  onHeartbeatConf(msg) {
-    const ping = this.pings && this.pings.get(msg.invokeId);
-    if (ping) {
-      this.pings.delete(msg.invokeId);
-      ping.resolve(performance.now() - ping.sentAt);
-      return;
-    }
-    if (this.heartbeat === null || msg.invokeId !== this.heartbeat.invokeId) {
-      if (this.lateHeartbeats && this.lateHeartbeats.delete(msg.invokeId)) return; // a late answer
-      this.stats.violation('unexpected HEARTBEAT_CONF');
-      return;
-    }
-    this.stats.heartbeats.answered++;
-    this.misses = 0;
-    this.heartbeat = null;
-  }
-
   onProtocolError(err) {
     this.stats.violation(`host sent a bad frame: ${err.code}`);
     if (err.fatal) this.drop('host framing broken', true);
@@ -315,35 +284,16 @@ class RouterConnection extends EventEmitter {
     }
     if (this.state !== 'open') return;
     // Queries past RequestTimeout: each counts as a missed heartbeat.
-    for (const [id, entry] of this.pending) {
-      if (now - entry.sentAt <= s.requestTimeoutMs) break; // insertion order = send order
-      this.pending.delete(id);
-      this.overdue.set(id, entry);
+    this.book.sweepOverdue(now, s.requestTimeoutMs, () => {
       this.miss();
-      if (this.state !== 'open') return;
-    }
-    if (this.heartbeat !== null) {
-      if (now - this.heartbeat.sentAt > s.heartbeatTimeoutMs) {
-        (this.lateHeartbeats || (this.lateHeartbeats = new Set())).add(this.heartbeat.invokeId);
-        this.heartbeat = null;
-        this.stats.heartbeats.missed++;
-        this.nextHeartbeatAt = now + s.heartbeatRetryMs;
-        this.miss();
-      }
-      return;
-    }
-    const idleFor = now - Math.max(this.lastTx, this.lastRx);
-    if (now >= this.nextHeartbeatAt && idleFor >= s.heartbeatIntervalMs) {
-      const invokeId = this.invokeId();
-      this.heartbeat = { invokeId, sentAt: now };
-      this.stats.heartbeats.sent++;
-      this.write(serialize.heartbeatReq(invokeId));
-    }
+      return this.state === 'open';
+    });
+    if (this.state !== 'open') return;
+    this.heartbeats.tick(now);
   }
 
   miss() {
-    this.misses++;
-    if (this.misses >= this.settings.heartbeatLimit) this.drop(`HeartbeatLimit (${this.settings.heartbeatLimit}) consecutive misses`, true);
+    this.heartbeats.miss();
   }
 
   // ---- closing -----------------------------------------------------------------------------
@@ -366,12 +316,11 @@ class RouterConnection extends EventEmitter {
     this.writer = null;
     if (this.flow) this.flow.close();
     this.flow = null;
-    this.heartbeat = null;
     let reason = this.dropReason;
     if (!reason) {
-      if (this.expectingFatal !== null) {
-        this.stats.caught.fatal++;
-        reason = `host closed after invalid ${this.expectingFatal.kind} frame`;
+      const fatalKind = this.book.closedByFatal();
+      if (fatalKind !== null) {
+        reason = `host closed after invalid ${fatalKind} frame`;
       } else if (!hadSocket) reason = `connect failed: ${this.socketError || 'refused'}`;
       else reason = this.stopping ? 'closed by router' : `closed by host${this.socketError ? ` (${this.socketError})` : ''}`;
     }
@@ -380,12 +329,8 @@ class RouterConnection extends EventEmitter {
     this.dropWasFailure = false;
     this.socketError = null;
     this.stats.closed(reason);
-    this.loseInFlight();
-    this.expectingFatal = null;
-    if (this.pings) {
-      for (const p of this.pings.values()) p.reject(new Error(`connection closed: ${reason}`));
-      this.pings.clear();
-    }
+    this.book.loseAll((logical) => this.emit('lost', logical));
+    this.heartbeats.closed(reason);
     if (this.closeWait) this.closeWait.resolve();
     this.emit('down', reason);
     if (this.stopping) {
@@ -393,26 +338,6 @@ class RouterConnection extends EventEmitter {
       return;
     }
     this.scheduleReconnect(failure);
-  }
-
-  loseInFlight() {
-    for (const map of [this.pending, this.overdue]) {
-      for (const entry of map.values()) {
-        entry.logical.outstanding--;
-        if (!entry.logical.settled && entry.logical.outstanding === 0) {
-          entry.logical.settled = true;
-          if (entry.afterFatal) this.stats.voided.queries++;
-          else this.stats.lost++;
-          this.emit('lost', entry.logical);
-        }
-      }
-      map.clear();
-    }
-    for (const { afterFatal } of this.expectedRejects.values()) {
-      if (afterFatal) this.stats.voided.reject++; // behind an induced fatal frame: unanswerable
-      else this.stats.violation('invalid frame never answered');
-    }
-    this.expectedRejects.clear();
   }
 
   scheduleReconnect(failure) {

@@ -87,8 +87,12 @@ const FATAL_KINDS = Object.keys(INVALID_KINDS).filter((k) => INVALID_KINDS[k].ex
  *   coalesce: frames sent in the same tick go out as one write
  */
 class FrameWriter {
-  constructor(socket, { frag = 0, byteByByte = false, fragDelayMs = 0, coalesce = false } = {}, rnd = Math.random) {
+  /** onWrite(piece): told of every piece handed to the socket (the pcap capture). */
+  constructor(socket, {
+    frag = 0, byteByByte = false, fragDelayMs = 0, coalesce = false,
+  } = {}, rnd = Math.random, { onWrite } = {}) {
     this.socket = socket;
+    this.onWrite = onWrite;
     this.frag = frag;
     this.byteByByte = byteByByte;
     this.fragDelayMs = fragDelayMs;
@@ -100,8 +104,14 @@ class FrameWriter {
     this.plain = !frag && !byteByByte && !coalesce;
   }
 
+  /** Hands one piece to the socket. */
+  out(piece) {
+    if (this.onWrite !== undefined) this.onWrite(piece);
+    return this.socket.write(piece);
+  }
+
   write(buf) {
-    if (this.plain) return this.socket.write(buf);
+    if (this.plain) return this.out(buf);
     if (this.coalesce) {
       if (this.batch.length === 0) setImmediate(() => this.flushBatch());
       this.batch.push(buf);
@@ -115,7 +125,7 @@ class FrameWriter {
     const all = this.batch.length === 1 ? this.batch[0] : Buffer.concat(this.batch);
     this.batch = [];
     if (this.frag || this.byteByByte) this.pieces(all);
-    else if (!this.socket.destroyed) this.socket.write(all);
+    else if (!this.socket.destroyed) this.out(all);
   }
 
   pieces(buf) {
@@ -137,7 +147,7 @@ class FrameWriter {
       this.queue.push(...parts);
       if (this.timer === null) this.drainQueue();
     } else {
-      for (const p of parts) if (!this.socket.destroyed) this.socket.write(p);
+      for (const p of parts) if (!this.socket.destroyed) this.out(p);
     }
   }
 
@@ -148,7 +158,7 @@ class FrameWriter {
       this.queue = [];
       return;
     }
-    this.socket.write(p);
+    this.out(p);
     if (this.queue.length > 0) this.timer = setTimeout(() => this.drainQueue(), this.fragDelayMs);
   }
 
