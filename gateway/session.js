@@ -6,6 +6,9 @@
 // is gone (then its backend calls are aborted and nothing is written). The socket side (reading,
 // writing, timers, the lingering close) is in router-link.js, the bookkeeping of queries in
 // flight in inflight.js, reply bytes in reply.js, what a log line shows of a query in redact.js.
+// What is left is one state machine with a short handler per message type and per backend
+// outcome; it is longer than 300 lines because OPEN alone has five ways to end (version, DES
+// asked without a key, a bad key, DES required, no session slot), each with its own status and log.
 //
 // What a Session needs from its gateway (server.js, or a test double):
 //   config            the validated config (limits, deadlineMs, versions, duplicates, des, log)

@@ -1,7 +1,8 @@
 'use strict';
 
 // Hostile and unlucky router-side input, over real loopback sockets (docs/reliability.md lists
-// each case). Every test here failed before the behaviour it checks was built.
+// each case). Every test here failed before the behaviour it checks was built. One file for the
+// whole table, so that docs/reliability.md and the tests can be read side by side.
 
 const assert = require('node:assert/strict');
 const net = require('node:net');
