@@ -13,11 +13,15 @@ const {
 const { createEngine } = require('./engines');
 const { text: { printable } } = require('../lib/protocol');
 const { BackendHealth } = require('./backend-health');
+const { Breakers } = require('./breakers');
 const { LogThrottle } = require('./log-throttle');
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
 const hostError = (reason, text) => ({ kind: 'host_error', reason, text });
+
+/** A request that surely never reached the backend (the connection was never made): safe to send again. */
+const NOT_SENT = new Set(['unreachable']);
 
 class Backend {
   /** log and metrics are optional (the warm-up runs without them). */
@@ -32,25 +36,35 @@ class Backend {
       connections: config.backend.connections,
       maxResponseBytes: config.backend.maxResponseBytes,
     });
+    this.targets = []; // the default contract's base URLs: [{origin, basePath}]
+    this.strategy = config.backend.strategy;
+    this.nextTarget = 0; // round robin position for 'balance'
     this.setBaseUrl(config.backend.url);
     this.baseHeaders = { ...JSON_HEADERS, ...lowerKeys(config.backend.headers) };
+    const availability = config.availability || { breaker: { enabled: false }, retry: { enabled: false, minRemainingMs: 0 } };
+    this.retry = availability.retry;
+    // A route that calls its own origin may give that origin's breaker its own thresholds.
+    const byOrigin = new Map();
+    for (const route of this.routes.values()) if (route.kind === 'http') byOrigin.set(route.template.origin, route.breaker);
+    this.breakers = new Breakers(availability.breaker, { log, metrics, settingsFor: (origin) => byOrigin.get(origin) || availability.breaker });
   }
 
-  /** The default contract's base URL (validated by config.js: no query string or fragment). */
+  /** The default contract's base URL(s) (validated by config.js: no query string or fragment). */
   setBaseUrl(url) {
-    if (url === null || url === undefined) {
-      this.origin = null;
-      return;
-    }
-    const m = /^(https?:\/\/[^/?#]+)(\/[^?#]*)?/.exec(url);
-    this.origin = m[1];
-    this.basePath = (m[2] || '').replace(/\/+$/, '');
+    this.targets = (url === null || url === undefined ? [] : [].concat(url)).map((u) => {
+      const m = /^(https?:\/\/[^/?#]+)(\/[^?#]*)?/.exec(u);
+      return { origin: m[1], basePath: (m[2] || '').replace(/\/+$/, '') };
+    });
   }
 
-  async call(q, signal) {
+  /**
+   * One backend outcome for q (see the top of this file). deadlineAt (performance.now() time):
+   * when the query's deadline runs out, so that a retry is tried only while enough of it is left.
+   */
+  async call(q, signal, deadlineAt = Infinity) {
     const route = q.subtype === undefined ? undefined : this.routes.get(q.subtype);
     try {
-      if (route === undefined) return await this.callContract(q, signal);
+      if (route === undefined || route.kind === 'contract') return await this.callContract(q, signal, deadlineAt);
       if (route.kind === 'module') return await this.callModule(route, q, signal);
       return await this.callRoute(route, q, signal);
     } catch (err) {
@@ -61,29 +75,59 @@ class Backend {
     }
   }
 
-  /** The session's deadline fired first: for the backend's health, a failure like any other. */
-  onDeadline() {
-    this.health.failure('deadline');
+  /** The base URLs in the order to try: as configured (failover) or from the next in turn (balance). */
+  candidates() {
+    const t = this.targets;
+    if (this.strategy !== 'balance' || t.length < 2) return t;
+    const start = this.nextTarget;
+    this.nextTarget = (start + 1) % t.length;
+    return [...t.slice(start), ...t.slice(0, start)];
   }
 
-  async callContract(q, signal) {
-    if (this.origin === null) return hostError('no-backend', 'no backend configured');
-    const path = q.subtype === undefined ? `${this.basePath}/query` : `${this.basePath}/query/${encodeSegment('subtype', q.subtype)}`;
-    return this.send({
-      origin: this.origin, path, method: 'POST', headers: this.baseHeaders, body: JSON.stringify(queryJson(q)), signal,
-    }, null, 'error');
+  /**
+   * The default contract, over the base URLs: an origin whose circuit is open is skipped (a dead
+   * first origin costs no query while another is healthy), and a request that never reached its
+   * origin (refused, unresolvable) goes to the next one while retry.minRemainingMs of the deadline is left.
+   */
+  async callContract(q, signal, deadlineAt) {
+    if (this.targets.length === 0) return hostError('no-backend', 'no backend configured');
+    const body = JSON.stringify(queryJson(q));
+    const suffix = q.subtype === undefined ? '/query' : `/query/${encodeSegment('subtype', q.subtype)}`;
+    const order = this.candidates();
+    const usable = order.filter((t) => !this.breakers.isOpen(t.origin));
+    const tries = usable.length > 0 ? usable : order.slice(0, 1); // all open: the breaker answers at once
+    let outcome;
+    for (let i = 0; i < tries.length; i++) {
+      const { origin, basePath } = tries[i];
+      const request = {
+        origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal,
+      };
+      outcome = await this.breakers.run(origin, () => this.send(request, null, 'error'));
+      const last = i === tries.length - 1 || !this.retry.enabled;
+      if (last || !NOT_SENT.has(outcome.reason) || deadlineAt - performance.now() < this.retry.minRemainingMs) return outcome;
+      if (this.metrics) this.metrics.backendRetries.inc();
+      if (this.debugEnabled()) this.log.debug('backend retry on the next origin', { from: origin, reason: outcome.reason, invokeId: q.invokeId });
+    }
+    return outcome;
+  }
+
+  debugEnabled() {
+    return this.log !== null && this.log.isLevelEnabled('debug');
   }
 
   async callRoute(route, q, signal) {
     const path = fillTemplate(route.template, q);
     const headers = { ...this.baseHeaders, ...route.headers };
     const body = route.sendBody ? JSON.stringify(queryJson(q)) : undefined;
-    const request = { origin: route.template.origin, path, method: route.method, headers, body, signal };
-    if (route.timeoutMs >= this.deadlineMs) return this.send(request, route.mapping, route.errorPath);
+    const origin = route.template.origin;
+    const request = {
+      origin, path, method: route.method, headers, body, signal,
+    };
+    if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
     // routes.<subtype>.timeoutMs: this route gives up sooner than the query deadline.
     const timeout = AbortSignal.timeout(route.timeoutMs);
     request.signal = AbortSignal.any([signal, timeout]);
-    const outcome = await this.send(request, route.mapping, route.errorPath);
+    const outcome = await this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
     if (outcome.kind === 'host_error' && timeout.aborted && !signal.aborted) {
       this.health.failure('timeout');
       return hostError('timeout', `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
@@ -152,6 +196,7 @@ class Backend {
 
   close() {
     this.health.close();
+    this.breakers.close();
     return this.engine.close();
   }
 }

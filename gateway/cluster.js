@@ -26,7 +26,7 @@ async function runWorker(config) {
   process.send({ type: READY, port });
   process.on('message', (msg) => {
     if (msg && msg.type === ASK && msg.what === 'health') {
-      process.send({ type: ANSWER, id: msg.id, data: { pid: process.pid, backend: gateway.backend.health.toJSON() } });
+      process.send({ type: ANSWER, id: msg.id, data: { pid: process.pid, backend: gateway.resolver.toJSON() } });
     } else if (msg && msg.type === ASK && msg.what === 'sessions') {
       process.send({ type: ANSWER, id: msg.id, data: gateway.toJSON().map((s) => ({ ...s, pid: process.pid })) });
     } else if (msg && msg.type === ASK && msg.what === 'shutdown') {

@@ -11,6 +11,9 @@ const { OperatorError } = require('../lib/errors');
 const { compileRoute } = require('./routes');
 const { compileAllowlist } = require('./allowlist');
 const { isObject } = require('../lib/objects');
+const {
+  BREAKER_DEFAULTS, RETRY_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry,
+} = require('./availability-config');
 const { ENGINE_NAMES } = require('./engines');
 
 const DEFAULTS = Object.freeze({
@@ -21,13 +24,18 @@ const DEFAULTS = Object.freeze({
   routerRequestTimeoutMs: 300, // the router's RequestTimeout: deadlineMs must stay below it
   duplicates: 'forward', // or 'answer-empty': QUERY_RESP with no tags, backend not called
   backend: {
-    url: null, // base URL of the default query contract; null with `npm start` = embedded rest-sim
+    url: null, // base URL of the default query contract, or a list of them; null with `npm start` = embedded rest-sim
+    strategy: 'failover', // with several URLs: 'failover' (in order) or 'balance' (round robin)
     engine: 'undici', // or 'axios'
     connections: 64,
     headers: {},
     maxResponseBytes: 64 * 1024,
   },
   routes: {},
+  fallback: null, // an answer for when the backend fails (docs/configuration.md, availability)
+  cache: null, // {ttlMs, staleIfErrorMs, maxEntries, key, store}; null = off
+  breaker: { ...BREAKER_DEFAULTS }, // per backend origin
+  retry: { ...RETRY_DEFAULTS }, // a request that surely never reached the backend is tried again, on another origin
   limits: {
     maxMessageLength: DEFAULT_MAX_MESSAGE_LENGTH,
     maxInFlight: 1000, // per session; past it the socket stops being read until replies drain
@@ -78,7 +86,7 @@ const ENV = {
 };
 
 /** Objects whose keys are the user's (subtypes, header names): taken whole, never merged key by key. */
-const OPAQUE_KEYS = new Set(['routes', 'headers']);
+const OPAQUE_KEYS = new Set(['routes', 'headers', 'fallback', 'cache']);
 
 function merge(base, over, prefix = '') {
   const out = { ...base };
@@ -139,9 +147,14 @@ function validate(c) {
     + 'a reply after it arrives too late and counts as a missed heartbeat. '
     + "If your router's RequestTimeout is longer, set routerRequestTimeoutMs to it");
   check(['forward', 'answer-empty'].includes(c.duplicates), 'duplicates', "must be 'forward' or 'answer-empty'");
-  check(c.backend.url === null || (typeof c.backend.url === 'string' && /^https?:\/\/[^/?#]+/.test(c.backend.url)), 'backend.url', 'must be an http:// or https:// URL');
-  check(c.backend.url === null || !/[?#]/.test(c.backend.url), 'backend.url',
-    'must not have a query string or fragment: the default contract POSTs to {backend.url}/query/{subtype} (use a route for anything else)');
+  const urls = c.backend.url === null ? [] : [].concat(c.backend.url);
+  check(Array.isArray(c.backend.url) ? c.backend.url.length > 0 : true, 'backend.url', 'must be a URL or a non-empty list of URLs');
+  for (const url of urls) {
+    check(typeof url === 'string' && /^https?:\/\/[^/?#]+/.test(url), 'backend.url', 'must be an http:// or https:// URL (or a list of them)');
+    check(!/[?#]/.test(url), 'backend.url',
+      'must not have a query string or fragment: the default contract POSTs to {backend.url}/query/{subtype} (use a route for anything else)');
+  }
+  check(['failover', 'balance'].includes(c.backend.strategy), 'backend.strategy', "must be 'failover' or 'balance'");
   check(ENGINE_NAMES.includes(c.backend.engine), 'backend.engine', `must be one of ${ENGINE_NAMES.join(', ')}`);
   check(intIn(c.backend.connections, 1, 10_000), 'backend.connections', 'must be an integer from 1 to 10000');
   check(intIn(c.backend.maxResponseBytes, 1, 64 * 1024 * 1024), 'backend.maxResponseBytes', 'must be a positive integer');
@@ -168,6 +181,13 @@ function validate(c) {
   for (const k of ['cert', 'key', 'ca']) check(c.tls[k] === null || typeof c.tls[k] === 'string', `tls.${k}`, 'must be a file path or null');
   check((c.tls.cert === null) === (c.tls.key === null), 'tls', 'needs both cert and key');
   check(isObject(c.routes), 'routes', 'must be an object of subtype -> route');
+  for (const [key, compile] of [['fallback', compileFallback], ['cache', compileCache], ['breaker', compileBreaker], ['retry', compileRetry]]) {
+    try {
+      compile(c[key], key);
+    } catch (err) {
+      throw new OperatorError(`config: ${err.message}`);
+    }
+  }
   return c;
 }
 
@@ -179,15 +199,19 @@ function validate(c) {
 function compileConfig(settings, { baseDir, env }) {
   const c = { ...settings };
   delete c.compiledRoutes; // a Map does not survive JSON: compiled again below
+  const availability = {
+    fallback: compileFallback(c.fallback), cache: compileCache(c.cache), breaker: compileBreaker(c.breaker), retry: compileRetry(c.retry),
+  };
   const routes = new Map(); // subtype -> compiled route; a Map, so "__proto__" is a subtype like any other
   for (const [subtype, route] of Object.entries(c.routes)) {
     try {
-      routes.set(subtype, compileRoute(route, { baseDir, deadlineMs: c.deadlineMs }));
+      routes.set(subtype, compileRoute(route, { baseDir, deadlineMs: c.deadlineMs, availability }));
     } catch (err) {
       throw new OperatorError(`config: routes.${subtype}: ${err.message}`, { cause: err });
     }
   }
   const out = { ...c, compiledRoutes: routes, baseDir };
+  Object.defineProperty(out, 'availability', { value: availability, enumerable: false });
   Object.defineProperty(out, 'allowlistFilter', { value: c.allowlist.length > 0 ? compileAllowlist(c.allowlist) : null, enumerable: false });
   // The parsed key rides along non-enumerable: it never reaches a log line, /sessions or JSON.
   const desKey = readDesKey(c, baseDir, env);

@@ -14,13 +14,13 @@ async function startGateway(config, { log } = {}) {
   try {
     await gateway.listen();
   } catch (err) {
-    await gateway.backend.close();
+    await gateway.resolver.close();
     throw listenError(err, config.host, config.port);
   }
   let admin = null;
   if (config.admin.port !== null) {
     const app = createAdminApp({
-      health: () => ({ backend: gateway.backend.health.toJSON() }),
+      health: () => ({ backend: gateway.resolver.toJSON() }),
       ready: () => !gateway.draining,
       sessions: () => gateway.toJSON(),
       metrics: () => gateway.metrics.text(),

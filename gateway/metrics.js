@@ -45,6 +45,19 @@ class Metrics {
       name: `${prefix}backend_up`, help: '1 while the backend answers, 0 after a run of failed queries (see /health)', registers,
     });
     this.backendUp.set(1);
+    this.backendRetries = new client.Counter({
+      name: `${prefix}backend_retries_total`, help: 'Requests sent again to the next origin after the first never reached its backend', registers,
+    });
+    this.breakerState = new client.Gauge({
+      name: `${prefix}backend_circuit_state`, help: 'Circuit breaker per backend origin: 0 closed, 1 half-open, 2 open', labelNames: ['origin'], registers,
+    });
+    this.cacheLookups = new client.Counter({
+      name: `${prefix}cache_lookups_total`, help: 'Answer cache lookups: hit (fresh), stale (served because the backend failed), miss', labelNames: ['result'],
+      registers,
+    });
+    this.cacheStoreErrors = new client.Counter({
+      name: `${prefix}cache_store_errors_total`, help: 'Failed reads and writes of the shared cache store (Redis)', registers,
+    });
     this.subtypes = new Map(); // subtype label -> Map(outcome -> counter child)
     this.known = new Set(); // configured routes' subtypes: never folded into (other)
     this.maxOtherSubtypes = 50;

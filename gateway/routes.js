@@ -7,6 +7,11 @@
 const path = require('node:path');
 const { closest } = require('../lib/closest');
 const { CODES } = require('../lib/errors');
+const {
+  CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker,
+} = require('./availability-config');
+
+const DEFAULT_AVAILABILITY = Object.freeze({ fallback: null, cache: null, breaker: BREAKER_DEFAULTS });
 
 /** The query as the backend sees it in the default contract (absent tags omitted). */
 function queryJson(q) {
@@ -132,12 +137,27 @@ function mapResponse(mapping, json) {
   return answer;
 }
 
-const HTTP_ROUTE_KEYS = new Set(['method', 'url', 'headers', 'timeoutMs', 'response', 'errorPath', 'body']);
-const MODULE_ROUTE_KEYS = new Set(['module']); // a module gets the query's deadline as an AbortSignal
+// Every route may set its own fallback, cache and breaker (the route's value wins over the top level's).
+const AVAILABILITY_KEYS = ['fallback', 'cache', 'breaker'];
+const HTTP_ROUTE_KEYS = new Set(['method', 'url', 'headers', 'timeoutMs', 'response', 'errorPath', 'body', ...AVAILABILITY_KEYS]);
+const MODULE_ROUTE_KEYS = new Set(['module', ...AVAILABILITY_KEYS]); // a module gets the query's deadline as an AbortSignal
+const CONTRACT_ROUTE_KEYS = new Set(AVAILABILITY_KEYS); // no url or module: the default contract, with its own settings
 
-function compileRoute(route, { baseDir, deadlineMs }) {
+/** The route's fallback, cache and breaker: its own where it sets them, else the top level's. */
+function routeAvailability(route, top) {
+  const own = (k) => Object.hasOwn(route, k);
+  return {
+    fallback: own('fallback') ? compileFallback(route.fallback, 'fallback') : top.fallback,
+    cache: own('cache') ? compileCache(route.cache, 'cache', top.cache || CACHE_DEFAULTS) : top.cache,
+    breaker: own('breaker') ? compileBreaker(route.breaker, 'breaker', top.breaker) : top.breaker,
+  };
+}
+
+function compileRoute(route, { baseDir, deadlineMs, availability = DEFAULT_AVAILABILITY }) {
   if (route === null || typeof route !== 'object' || Array.isArray(route)) throw new Error('must be an object');
-  const allowed = route.module !== undefined ? MODULE_ROUTE_KEYS : HTTP_ROUTE_KEYS;
+  let allowed = HTTP_ROUTE_KEYS;
+  if (route.module !== undefined) allowed = MODULE_ROUTE_KEYS;
+  else if (route.url === undefined && Object.keys(route).every((k) => CONTRACT_ROUTE_KEYS.has(k))) allowed = CONTRACT_ROUTE_KEYS;
   for (const key of Object.keys(route)) {
     if (allowed.has(key)) continue;
     const guess = closest(key, allowed);
@@ -146,6 +166,8 @@ function compileRoute(route, { baseDir, deadlineMs }) {
   // A route may answer sooner than the query deadline, never later.
   const timeoutMs = route.timeoutMs === undefined ? deadlineMs : route.timeoutMs;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new Error('timeoutMs must be a positive integer');
+  const settings = routeAvailability(route, availability);
+  if (allowed === CONTRACT_ROUTE_KEYS) return { kind: 'contract', ...settings };
   if (route.module !== undefined) {
     if (typeof route.module !== 'string') throw new Error('module must be a path');
     const file = path.resolve(baseDir, route.module);
@@ -160,7 +182,7 @@ function compileRoute(route, { baseDir, deadlineMs }) {
       throw new Error(`module ${file} must export a function (query, {signal}) or {handle}`);
     }
     return {
-      kind: 'module', handle: typeof handler === 'function' ? handler : handler.handle.bind(handler), file,
+      kind: 'module', handle: typeof handler === 'function' ? handler : handler.handle.bind(handler), file, ...settings,
     };
   }
   const method = (route.method || 'GET').toUpperCase();
@@ -181,6 +203,7 @@ function compileRoute(route, { baseDir, deadlineMs }) {
     mapping: mapping.length > 0 ? mapping : null,
     errorPath: route.errorPath || 'error',
     sendBody: route.body === 'query' || (route.body === undefined && method !== 'GET' && method !== 'DELETE'),
+    ...settings,
   };
 }
 

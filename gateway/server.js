@@ -10,7 +10,7 @@ const { OperatorError } = require('../lib/errors');
 const { createLogger } = require('../lib/logger');
 const { serialize, STATUS } = require('../lib/protocol');
 const { Session } = require('./session');
-const { Backend } = require('./backend');
+const { QueryResolver } = require('./resolver');
 const { Metrics } = require('./metrics');
 const { warmUp } = require('./warmup');
 
@@ -22,7 +22,7 @@ class Gateway {
     this.log = log || createLogger({ component: 'gateway', ...config.log });
     this.metrics = metrics || new Metrics();
     this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
-    this.backend = new Backend(config, { log: this.log, metrics: this.metrics });
+    this.resolver = new QueryResolver(config, { log: this.log, metrics: this.metrics });
     this.sessions = new Set();
     this.openCount = 0;
     this.draining = false;
@@ -168,7 +168,7 @@ class Gateway {
     // Each session answers what it has in flight, then lingers for the router's close.
     const bound = this.config.deadlineMs + this.config.limits.closeLingerMs + 1000;
     await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, bound).unref())]);
-    await this.backend.close();
+    await this.resolver.close();
     this.log.info('stopped');
   }
 

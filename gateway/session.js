@@ -13,8 +13,9 @@
 // What a Session needs from its gateway (server.js, or a test double):
 //   config            the validated config (limits, deadlineMs, versions, duplicates, des, log)
 //   log, metrics      a winston logger and a Metrics
-//   backend           .call(query, signal) -> Promise<outcome> (backend.js); never rejects in practice;
-//                     .onDeadline() (optional) is told when a query's deadline fires first
+//   resolver          .resolve(query, signal, pending) -> Promise<outcome> (resolver.js), never
+//                     rejects in practice; .atDeadline(pending) -> a stale or fallback outcome, or null.
+//                     Read per query, so a reload (SIGHUP) applies to new queries only.
 //   draining          true while shutting down: new queries get E_AG_HOST_OFFLINE
 //   admitSession(s)   at OPEN_REQ: null, or the reason the session may not open
 //   releaseSession(s) an admitted session ends (CLOSE_REQ or disconnect)
@@ -25,13 +26,18 @@ const {
   serialize, STATUS, MESSAGE_TYPES: T, des, EncodeError,
 } = require('../lib/protocol');
 const { RouterLink } = require('./router-link');
+const { DEADLINE } = require('./engines/errors');
 const { InFlight } = require('./inflight');
 const { ReplyWriter } = require('./reply');
 const { describeQuery } = require('./redact');
 const { LogThrottle } = require('./log-throttle');
 
 let nextSessionId = 1;
-const RESUME_FRACTION = 0.5; // a paused session reads again when in-flight drops to half the cap
+const RESUME_FRACTION = 0.5;
+/** Metrics outcomes of QUERY_RESP answers that did not come from the backend just now. */
+const SOURCE_LABELS = Object.freeze({
+  cache: 'cached', stale: 'stale', fallback: 'fallback',
+}); // a paused session reads again when in-flight drops to half the cap
 
 /**
  * OPEN_REQ.IdleTimeout is used as given within this range; 0 or a value outside it (0xFFFFFFFF
@@ -52,7 +58,6 @@ class Session {
     this.redact = config.log.redact;
     this.debug = this.log.isLevelEnabled('debug');
     this.metrics = gateway.metrics;
-    this.backend = gateway.backend;
     this.throttle = new LogThrottle();
 
     this.state = 'connected';
@@ -250,10 +255,13 @@ class Session {
       return;
     }
     const p = this.inflight.add(q);
+    const resolver = this.gateway.resolver;
+    p.resolver = resolver; // the settings this query started under, even across a reload
+    p.deadlineAt = p.start + this.deadlineMs;
     // A hard cap, per message: the frames behind this one wait in the reader, unread.
     if (!this.link.paused && this.inflight.size >= this.limits.maxInFlight) this.link.pauseInput();
     if (this.debug) this.log.debug('query', describeQuery(q, this.id, this.redact));
-    this.backend.call(q, p.controller.signal).then(
+    resolver.resolve(q, p.controller.signal, p).then(
       (outcome) => this.complete(p, outcome),
       (err) => this.complete(p, { kind: 'host_error', reason: 'internal', text: 'internal error', err }),
     );
@@ -283,7 +291,7 @@ class Session {
   /** [metrics outcome, reply bytes] for a backend outcome. */
   replyFor(q, outcome) {
     switch (outcome.kind) {
-      case 'ok': return this.answerReply(q, outcome.answer);
+      case 'ok': return this.answerReply(q, outcome.answer, SOURCE_LABELS[outcome.source] || 'ok');
       case 'app_error': return ['app_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, outcome.text)];
       default: {
         if (outcome.err) {
@@ -297,7 +305,7 @@ class Session {
     }
   }
 
-  answerReply(q, answer) {
+  answerReply(q, answer, label = 'ok') {
     let built;
     try {
       built = this.reply.queryResp(q, answer);
@@ -320,13 +328,18 @@ class Session {
       );
       return ['host_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer too large for one message')];
     }
-    return ['ok', buf];
+    return [label, buf];
   }
 
   expire(p) {
     if (!this.inflight.settle(p)) return;
-    p.controller.abort(); // a late backend answer is dropped
-    if (this.backend.onDeadline) this.backend.onDeadline();
+    p.controller.abort(DEADLINE); // a late backend answer is dropped; the backend counts it as a failure
+    const instead = p.resolver.atDeadline(p);
+    if (instead !== null) {
+      const [label, reply] = this.replyFor(p.query, instead);
+      this.finishQuery(p, p.query, label, reply);
+      return;
+    }
     this.finishQuery(p, p.query, 'deadline',
       this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${this.deadlineMs} ms`));
   }

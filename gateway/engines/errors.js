@@ -2,9 +2,17 @@
 
 const { CODES } = require('../../lib/errors');
 
+/**
+ * The reason a session aborts a request whose deadline fired (abort(DEADLINE)), so that the
+ * backend's health and breaker count it as a failure; an abort for any other reason (the router
+ * went away) is not the backend's fault.
+ */
+const DEADLINE_CODE = 'ERR_GED145_DEADLINE';
+const DEADLINE = Object.freeze(Object.assign(new Error('query deadline'), { code: DEADLINE_CODE }));
+
 /** Maps a low-level error to a stable reason. */
 function reasonOf(err, signal) {
-  if (signal && signal.aborted) return 'aborted';
+  if (signal && signal.aborted) return signal.reason && signal.reason.code === DEADLINE_CODE ? 'deadline' : 'aborted';
   const code = err && (err.code || (err.cause && err.cause.code));
   switch (code) {
     case 'UND_ERR_ABORTED': case 'ABORT_ERR': case 'ERR_CANCELED': return 'aborted';
@@ -25,4 +33,4 @@ class EngineError extends Error {
   }
 }
 
-module.exports = { reasonOf, EngineError };
+module.exports = { reasonOf, EngineError, DEADLINE };

@@ -89,7 +89,7 @@ describe('Session (unit, fake clock)', () => {
       config,
       log: captureLogger('debug'),
       metrics: new Metrics({ collectDefault: false }),
-      backend,
+      resolver: { resolve: (q, signal) => backend.call(q, signal), atDeadline: () => null },
       draining: false,
       opened: 0,
       admitSession() { this.opened++; return null; },
@@ -232,7 +232,9 @@ describe('Session partial-frame timer under steady traffic', () => {
       const config = loadConfig({ env: {}, overrides: { 'backend.url': 'http://127.0.0.1:1', 'limits.partialFrameTimeoutMs': 1000 } });
       const socket = new FakeSocket();
       const gateway = {
-        config, log: captureLogger('info'), metrics: new Metrics({ collectDefault: false }), backend: new FakeBackend(), admitSession: () => null,
+        config, log: captureLogger('info'), metrics: new Metrics({ collectDefault: false }), resolver: {
+          resolve: (q, signal) => new FakeBackend().call(q, signal), atDeadline: () => null,
+        }, admitSession: () => null,
         releaseSession() {}, onSessionClosed() {}, onSessionIdle() {},
       };
       const session = new Session(socket, gateway);

@@ -1,0 +1,94 @@
+'use strict';
+
+// From a query to an outcome, keeping calls routing while the backend degrades:
+//   1. a fresh cached answer (cache.ttlMs) answers without the backend;
+//   2. otherwise the backend (with its breakers, origins and retry: backend.js);
+//   3. when the backend fails (5xx, unreachable, reset, invalid answer, an open circuit, the
+//      deadline), a stale cached answer (younger than ttlMs + staleIfErrorMs), else the fallback
+//      answer, else the failure itself (E_AG_HOST_ERROR1). A 4xx stays E_AG_HOST_ERROR2 unless
+//      fallback.on4xx. Each setting may be a route's own (routes.<subtype>.fallback, .cache).
+// Outcomes carry `source` ('cache', 'stale', 'fallback') so the session counts them apart.
+
+const { Backend } = require('./backend');
+const { AnswerCache, cacheKey } = require('./answer-cache');
+
+class QueryResolver {
+  constructor(config, { log = null, metrics = null } = {}) {
+    this.backend = new Backend(config, { log, metrics });
+    this.metrics = metrics;
+    this.routes = config.compiledRoutes;
+    const availability = config.availability || { fallback: null, cache: null };
+    this.top = { fallback: availability.fallback, cache: availability.cache };
+    // One cache for the process; its size and store come from the top level, or the first route that has one.
+    const first = availability.cache || [...this.routes.values()].map((r) => r.cache).find(Boolean);
+    this.cache = first ? new AnswerCache(first, { log, metrics }) : null;
+  }
+
+  /** The fallback and cache settings that apply to q: its route's, else the top level's. */
+  settingsFor(q) {
+    const route = q.subtype === undefined ? undefined : this.routes.get(q.subtype);
+    return route === undefined ? this.top : route;
+  }
+
+  /**
+   * The outcome for q. p is the session's pending query: p.deadlineAt, and what this keeps for a
+   * later answer at the deadline (p.availability: settings and any stale answer).
+   */
+  async resolve(q, signal, p) {
+    const s = this.settingsFor(q);
+    const state = { fallback: s.fallback, stale: undefined };
+    p.availability = state;
+    let key = null;
+    if (s.cache && this.cache !== null) {
+      key = cacheKey(q, s.cache.key);
+      const entry = await this.cache.get(key);
+      if (entry !== undefined) {
+        const age = Date.now() - entry.storedAt;
+        if (age <= s.cache.ttlMs) {
+          this.count('hit');
+          return { kind: 'ok', answer: entry.answer, source: 'cache' };
+        }
+        if (age <= s.cache.ttlMs + s.cache.staleIfErrorMs) state.stale = entry.answer;
+      }
+      this.count('miss');
+    }
+    const outcome = await this.backend.call(q, signal, p.deadlineAt);
+    if (outcome.kind === 'ok') {
+      if (key !== null) this.cache.set(key, outcome.answer, s.cache.ttlMs + s.cache.staleIfErrorMs);
+      return outcome;
+    }
+    return this.instead(outcome, state) || outcome;
+  }
+
+  /** A stale or fallback outcome in place of a failed one, or null when there is none (or it is no failure of the backend). */
+  instead(outcome, state) {
+    if (state === undefined || outcome.reason === 'aborted') return null;
+    if (outcome.kind === 'app_error' && !(state.fallback && state.fallback.on4xx)) return null;
+    if (state.stale !== undefined) {
+      this.count('stale');
+      return { kind: 'ok', answer: state.stale, source: 'stale' };
+    }
+    if (state.fallback) return { kind: 'ok', answer: state.fallback.answer, source: 'fallback' };
+    return null;
+  }
+
+  /** At the deadline, with the backend still silent: a stale or fallback outcome now, or null. */
+  atDeadline(p) {
+    return this.instead({ kind: 'host_error', reason: 'deadline' }, p.availability);
+  }
+
+  count(result) {
+    if (this.metrics) this.metrics.cacheLookups.labels(result).inc();
+  }
+
+  toJSON() {
+    return { ...this.backend.health.toJSON(), circuits: this.backend.breakers.toJSON(), cache: this.cache === null ? null : this.cache.toJSON() };
+  }
+
+  async close() {
+    if (this.cache !== null) await this.cache.close();
+    await this.backend.close();
+  }
+}
+
+module.exports = { QueryResolver };
