@@ -1,0 +1,220 @@
+'use strict';
+
+// Calls keep routing while the backend degrades: fallback answers, the answer cache with
+// serve-stale (and a real redis-server as the shared store), the circuit breaker per origin,
+// several backends and the retry of requests that never reached one. Real sockets throughout.
+
+const assert = require('node:assert/strict');
+const { STATUS } = require('../../lib/protocol');
+const { WireClient } = require('../helpers/wire');
+const { startStack, startTestBackend } = require('../helpers/stack');
+const { startRedis } = require('../helpers/redis');
+
+const wait = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A backend whose behaviour the test switches: 'ok', '500', '422', 'hang', 'reset'. */
+async function switchable() {
+  const b = await startTestBackend((req, res, entry) => {
+    switch (b.mode) {
+      case '500': res.statusCode = 500; res.end('down'); return;
+      case '422': res.statusCode = 422; res.end('{"error":"no such account"}'); return;
+      case 'hang': return;
+      case 'reset': req.socket.destroy(); return;
+      default: res.end(JSON.stringify({ vars: { 1: `live-${b.requests.length}` }, ecc: { 'user.src': entry.url } }));
+    }
+  });
+  b.mode = 'ok';
+  return b;
+}
+
+async function outcomes(stack) {
+  const text = await stack.gateway.metrics.text();
+  const out = {};
+  for (const m of text.matchAll(/^ged145_queries_total\{subtype="[^"]*",outcome="([^"]+)"\} (\d+)/gm)) out[m[1]] = (out[m[1]] || 0) + Number(m[2]);
+  return out;
+}
+
+async function session(stack) {
+  const c = await WireClient.connect(stack.port);
+  await c.open();
+  let id = 100;
+  c.ask = async (fields) => {
+    const invokeId = ++id;
+    const t0 = Date.now();
+    c.query(invokeId, fields);
+    const r = await c.waitFor((m) => m.invokeId === invokeId);
+    r.tookMs = Date.now() - t0;
+    return r;
+  };
+  return c;
+}
+
+describe('availability', function () {
+  this.timeout(30_000);
+  const cleanup = [];
+  afterEach(async () => {
+    for (const f of cleanup.splice(0).reverse()) await f();
+  });
+  async function stackWith(backendUrl, gateway) {
+    const stack = await startStack({ backendUrl, gateway });
+    cleanup.push(() => stack.stop());
+    const c = await session(stack);
+    cleanup.push(() => c.close());
+    return { stack, c };
+  }
+
+  describe('fallback', () => {
+    it('a failing backend is answered QUERY_RESP status 0 with the fallback tags, at once, counted as fallback', async () => {
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, { fallback: { vars: { 2: 'default' }, ecc: { 'user.mode': 'degraded' } }, 'breaker.enabled': false });
+      assert.deepEqual((await c.ask({ subtype: 's', clid: '1' })).vars, { 1: 'live-1' });
+      b.mode = '500';
+      const r = await c.ask({ subtype: 's', clid: '1' });
+      assert.deepEqual([r.type, r.status, r.vars, r.ecc], ['QUERY_RESP', 0, { 2: 'default' }, { 'user.mode': 'degraded' }]);
+      assert.ok(r.tookMs < 150, `known failure answered at once (${r.tookMs} ms)`);
+      b.mode = 'reset';
+      assert.equal((await c.ask({ subtype: 's' })).vars[2], 'default');
+      b.mode = 'hang';
+      const late = await c.ask({ subtype: 's' });
+      assert.equal(late.vars[2], 'default', 'a silent backend gets the fallback at the deadline');
+      assert.ok(late.tookMs >= 240, `${late.tookMs} ms`);
+      const o = await outcomes(stack);
+      assert.equal(o.fallback, 3);
+      assert.equal(o.ok, 1);
+    });
+
+    it('a 4xx stays E_AG_HOST_ERROR2 unless fallback.on4xx; a route may set its own fallback or none', async () => {
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      b.mode = '422';
+      const { c } = await stackWith(b.url, {
+        fallback: { vars: { 2: 'default' } },
+        'breaker.enabled': false,
+        routes: { strict: { fallback: null }, lenient: { fallback: { vars: { 3: 'route' }, on4xx: true } } },
+      });
+      const plain = await c.ask({ subtype: 's' });
+      assert.deepEqual([plain.type, plain.status, plain.error], ['FAILURE_CONF', STATUS.E_AG_HOST_ERROR2, 'no such account']);
+      assert.deepEqual((await c.ask({ subtype: 'lenient' })).vars, { 3: 'route' });
+      b.mode = '500';
+      assert.equal((await c.ask({ subtype: 'strict' })).status, STATUS.E_AG_HOST_ERROR1);
+      assert.deepEqual((await c.ask({ subtype: 'other' })).vars, { 2: 'default' });
+    });
+  });
+
+  describe('answer cache', () => {
+    it('a fresh entry answers without the backend; after ttlMs a failing backend is answered from the stale entry', async () => {
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, {
+        cache: { ttlMs: 300, staleIfErrorMs: 60_000, key: ['subtype', 'clid'] }, fallback: { vars: { 1: 'fallback' } }, 'breaker.enabled': false,
+      });
+      const first = await c.ask({ subtype: 'cust', clid: '5551' });
+      const second = await c.ask({ subtype: 'cust', clid: '5551' });
+      assert.deepEqual(second.vars, first.vars);
+      assert.equal(b.requests.length, 1, 'the second came from the cache');
+      await c.ask({ subtype: 'cust', clid: '5552' });
+      assert.equal(b.requests.length, 2, 'another CLID is another key');
+      await wait(350);
+      b.mode = '500';
+      const stale = await c.ask({ subtype: 'cust', clid: '5551' });
+      assert.deepEqual(stale.vars, first.vars, 'stale before fallback');
+      assert.equal(b.requests.length, 3, 'an expired entry asks the backend first');
+      assert.deepEqual((await c.ask({ subtype: 'cust', clid: '9999' })).vars, { 1: 'fallback' });
+      const text = await stack.gateway.metrics.text();
+      assert.match(text, /^ged145_cache_lookups_total\{result="hit"\} 1$/m);
+      assert.match(text, /^ged145_cache_lookups_total\{result="stale"\} 1$/m);
+      assert.match(text, /^ged145_cache_lookups_total\{result="miss"\} 4$/m);
+      const o = await outcomes(stack);
+      assert.deepEqual([o.cached, o.stale, o.fallback], [1, 1, 1]);
+    });
+
+    it('a shared Redis store: side B answers from what side A stored; a Redis outage never fails a query', async () => {
+      const redis = await startRedis();
+      cleanup.push(() => redis.stop());
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      const cache = { ttlMs: 60_000, key: ['clid'], store: redis.url };
+      const a = await stackWith(b.url, { cache });
+      const sideB = await stackWith(b.url, { cache });
+      const until = Date.now() + 5000;
+      while (!(a.stack.gateway.resolver.cache.redisUp && sideB.stack.gateway.resolver.cache.redisUp) && Date.now() < until) await wait(20);
+      const fromA = await a.c.ask({ subtype: 'x', clid: '5553' });
+      await wait(100); // the write to Redis is in the background
+      const fromB = await sideB.c.ask({ subtype: 'x', clid: '5553' });
+      assert.deepEqual(fromB.vars, fromA.vars);
+      assert.equal(b.requests.length, 1, 'side B did not call the backend');
+      await redis.stop();
+      await wait(200);
+      for (let i = 0; i < 5; i++) {
+        const r = await sideB.c.ask({ subtype: 'x', clid: `77${i}` });
+        assert.deepEqual([r.type, r.status], ['QUERY_RESP', 0], 'answered from the backend');
+      }
+      const health = await (await fetch(`http://127.0.0.1:${sideB.stack.adminPort}/health`)).json();
+      assert.equal(health.backend.cache.store, 'unreachable');
+      assert.ok(sideB.stack.log.lines.some((l) => /cache store \(Redis\) unreachable/.test(l.message)));
+      assert.match(await sideB.stack.gateway.metrics.text(), /^ged145_cache_store_errors_total [1-9]/m);
+    });
+  });
+
+  describe('circuit breaker', () => {
+    it('opens after consecutive failures (answers at once), probes after halfOpenAfterMs, closes when the backend answers', async () => {
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      b.mode = 'hang';
+      const { stack, c } = await stackWith(b.url, { breaker: { consecutiveFailures: 3, halfOpenAfterMs: 400 } });
+      for (let i = 0; i < 3; i++) assert.equal((await c.ask({ subtype: 's' })).status, STATUS.E_AG_HOST_ERROR1);
+      const fast = await c.ask({ subtype: 's' });
+      assert.equal(fast.status, STATUS.E_AG_HOST_ERROR1);
+      assert.ok(fast.tookMs < 100, `an open circuit answers at once (${fast.tookMs} ms)`);
+      assert.equal(b.requests.length, 3, 'nothing sent while open');
+      let health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+      assert.equal(health.backend.circuits[b.url].state, 'open');
+      assert.match(await stack.gateway.metrics.text(), /^ged145_backend_circuit_state\{origin="http:\/\/127\.0\.0\.1:\d+"\} 2$/m);
+      b.mode = 'ok';
+      await wait(450);
+      assert.equal((await c.ask({ subtype: 's' })).status, 0, 'the probe succeeds');
+      health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+      assert.equal(health.backend.circuits[b.url].state, 'closed');
+      const changes = stack.log.lines.filter((l) => /backend circuit (open|half-open|closed)/.test(l.message)).map((l) => l.message.split(' ')[2]);
+      assert.deepEqual(changes, ['open', 'half-open', 'closed']);
+    });
+  });
+
+  describe('several backends', () => {
+    it('failover: a dead first origin costs no failed query while the second is healthy', async () => {
+      const dead = await startTestBackend(() => {});
+      const deadUrl = dead.url;
+      await dead.close();
+      const live = await switchable();
+      cleanup.push(() => live.close());
+      const { stack, c } = await stackWith([deadUrl, live.url], { 'backend.url': [deadUrl, live.url] });
+      for (let i = 0; i < 10; i++) assert.equal((await c.ask({ subtype: 's' })).status, 0);
+      assert.equal(live.requests.length, 10);
+      const text = await stack.gateway.metrics.text();
+      assert.match(text, /^ged145_backend_retries_total [1-9]/m);
+      const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+      assert.equal(health.backend.circuits[deadUrl].state, 'open', 'the dead origin is skipped from now on');
+    });
+
+    it('balance: requests alternate between the origins', async () => {
+      const one = await switchable();
+      const two = await switchable();
+      cleanup.push(() => one.close(), () => two.close());
+      const { c } = await stackWith(one.url, { 'backend.url': [one.url, two.url], 'backend.strategy': 'balance' });
+      for (let i = 0; i < 10; i++) assert.equal((await c.ask({ subtype: 's' })).status, 0);
+      assert.deepEqual([one.requests.length, two.requests.length], [5, 5]);
+    });
+
+    it('never retries a request that may have been processed (a reset after the request was read)', async () => {
+      const one = await switchable();
+      const two = await switchable();
+      cleanup.push(() => one.close(), () => two.close());
+      one.mode = 'reset';
+      const { c } = await stackWith(one.url, { 'backend.url': [one.url, two.url], 'breaker.enabled': false });
+      const r = await c.ask({ subtype: 's' });
+      assert.deepEqual([r.type, r.status], ['FAILURE_CONF', STATUS.E_AG_HOST_ERROR1]);
+      assert.equal(two.requests.length, 0);
+    });
+  });
+});
