@@ -55,7 +55,8 @@ const options = {
 const int = (values, key) => numberFlag(values, key, { int: true });
 
 async function main(values) {
-  const config = loadConfig({
+  // Kept for SIGHUP: a reload reads the same file, the environment and the same flags again.
+  const source = {
     file: values.config,
     overrides: {
       port: int(values, 'port'),
@@ -73,7 +74,8 @@ async function main(values) {
       'tls.key': values['tls-key'],
       'tls.ca': values['tls-ca'],
     },
-  });
+  };
+  const config = loadConfig(source);
   const log = createLogger({ component: 'gateway', ...config.log });
   let sim = null;
   if (config.backend.url === null) {
@@ -97,6 +99,18 @@ async function main(values) {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGHUP', () => {
+    if (stopping) return;
+    let next;
+    try {
+      next = loadConfig(source);
+    } catch (err) {
+      log.error(`reload refused, the running configuration stays in force: ${err.message}`);
+      return;
+    }
+    if (next.backend.url === null && sim) next.backend.url = sim.url;
+    running.reload(next);
+  });
 }
 
 module.exports = { summary, usage, options, main };

@@ -10,6 +10,7 @@ const { Gateway } = require('./server');
 const { Metrics } = require('./metrics');
 const { createAdminApp, listenAdmin } = require('./admin');
 const { createLogger } = require('../lib/logger');
+const { compileConfig } = require('./config');
 
 const ASK = 'ged145:ask';
 const READY = 'ged145:ready';
@@ -29,6 +30,13 @@ async function runWorker(config) {
       process.send({ type: ANSWER, id: msg.id, data: { pid: process.pid, backend: gateway.resolver.toJSON() } });
     } else if (msg && msg.type === ASK && msg.what === 'sessions') {
       process.send({ type: ANSWER, id: msg.id, data: gateway.toJSON().map((s) => ({ ...s, pid: process.pid })) });
+    } else if (msg && msg.type === ASK && msg.what === 'reload') {
+      try {
+        const next = compileConfig(msg.settings, { baseDir: msg.settings.baseDir, env: { GED145_DES_KEY: process.env.GED145_DES_KEY } });
+        gateway.reload(next);
+      } catch (err) {
+        log.error(`reload refused, the running configuration stays in force: ${err.message}`);
+      }
     } else if (msg && msg.type === ASK && msg.what === 'shutdown') {
       gateway.shutdown('primary asked').then(() => process.exit(0));
     }
@@ -36,6 +44,7 @@ async function runWorker(config) {
   const stop = () => gateway.shutdown('signal').then(() => process.exit(0));
   process.once('SIGTERM', stop);
   process.once('SIGINT', () => {}); // the primary coordinates Ctrl-C
+  process.on('SIGHUP', () => {}); // and reloads: a SIGHUP to the whole group must not end a worker
 }
 
 async function startCluster(config, { log } = {}) {
@@ -95,6 +104,12 @@ async function startCluster(config, { log } = {}) {
   return {
     port,
     adminPort: admin ? admin.address().port : null,
+    /** SIGHUP: the primary validated the new settings; each worker compiles and applies them. */
+    reload(next) {
+      env.GED145_WORKER_CONFIG = JSON.stringify(next); // a worker started later starts with it too
+      for (const w of Object.values(cluster.workers)) w.send({ type: ASK, what: 'reload', id: 0, settings: JSON.parse(JSON.stringify(next)) });
+      logger.info(`configuration sent to ${Object.keys(cluster.workers).length} workers`);
+    },
     async stop() {
       draining = true;
       const exits = Object.values(cluster.workers).map((w) => new Promise((r) => w.once('exit', r)));

@@ -36,6 +36,7 @@ async function startGateway(config, { log } = {}) {
   }
   return {
     gateway,
+    reload: (next) => gateway.reload(next),
     port: gateway.port,
     adminPort: admin ? admin.address().port : null,
     async stop(reason) {

@@ -12,6 +12,7 @@ class PendingQuery {
     this.query = query;
     this.start = performance.now();
     this.done = false;
+    this.deadlineMs = 0;
     this.controller = new AbortController();
     this.timer = null;
   }
@@ -24,11 +25,10 @@ class PendingQuery {
 
 class InFlight {
   /**
-   * deadlineMs: each query's budget; onDeadline(p): called when it runs out, with p still
-   * unsettled; metrics: its queries_in_flight gauge follows the count.
+   * onDeadline(p): called when a query's budget runs out, with p still unsettled; metrics: its
+   * queries_in_flight gauge follows the count.
    */
-  constructor({ deadlineMs, onDeadline, metrics }) {
-    this.deadlineMs = deadlineMs;
+  constructor({ onDeadline, metrics }) {
     this.onDeadline = onDeadline;
     this.metrics = metrics;
     this.queries = new Set();
@@ -38,11 +38,13 @@ class InFlight {
     return this.queries.size;
   }
 
-  add(query) {
+  /** A query read now, with deadlineMs to be answered in. */
+  add(query, deadlineMs) {
     const p = new PendingQuery(query);
+    p.deadlineMs = deadlineMs;
     this.queries.add(p);
     this.metrics.inFlight.inc();
-    p.timer = setTimeout(deadlineFired, this.deadlineMs, this, p);
+    p.timer = setTimeout(deadlineFired, deadlineMs, this, p);
     return p;
   }
 

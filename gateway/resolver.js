@@ -13,7 +13,8 @@ const { Backend } = require('./backend');
 const { AnswerCache, cacheKey } = require('./answer-cache');
 
 class QueryResolver {
-  constructor(config, { log = null, metrics = null } = {}) {
+  /** cache: an AnswerCache to keep (a reload with the same cache settings keeps its entries). */
+  constructor(config, { log = null, metrics = null, cache } = {}) {
     this.backend = new Backend(config, { log, metrics });
     this.metrics = metrics;
     this.routes = config.compiledRoutes;
@@ -21,7 +22,8 @@ class QueryResolver {
     this.top = { fallback: availability.fallback, cache: availability.cache };
     // One cache for the process; its size and store come from the top level, or the first route that has one.
     const first = availability.cache || [...this.routes.values()].map((r) => r.cache).find(Boolean);
-    this.cache = first ? new AnswerCache(first, { log, metrics }) : null;
+    if (!first) this.cache = null;
+    else this.cache = cache || new AnswerCache(first, { log, metrics });
   }
 
   /** The fallback and cache settings that apply to q: its route's, else the top level's. */
@@ -85,8 +87,8 @@ class QueryResolver {
     return { ...this.backend.health.toJSON(), circuits: this.backend.breakers.toJSON(), cache: this.cache === null ? null : this.cache.toJSON() };
   }
 
-  async close() {
-    if (this.cache !== null) await this.cache.close();
+  async close({ keepCache = false } = {}) {
+    if (this.cache !== null && !keepCache) await this.cache.close();
     await this.backend.close();
   }
 }

@@ -172,10 +172,41 @@ class Gateway {
     this.log.info('stopped');
   }
 
+  /**
+   * SIGHUP: a new validated config takes over without dropping a router. Routes, backend,
+   * fallback, cache, breaker and the deadline apply to queries read from now on (those in flight
+   * finish under the settings they started with); log level, allowlist and the session and
+   * connection caps at once; per-connection limits to connections accepted from now on. Settings
+   * that need a restart (listener, TLS, workers, admin port) are named in the log when they differ.
+   */
+  reload(config) {
+    const old = this.config;
+    const needRestart = RESTART_KEYS.filter((k) => JSON.stringify(pick(old, k)) !== JSON.stringify(pick(config, k)));
+    const oldResolver = this.resolver;
+    const sameCache = JSON.stringify(old.availability.cache) === JSON.stringify(config.availability.cache);
+    this.resolver = new QueryResolver(config, { log: this.log, metrics: this.metrics, cache: sameCache ? oldResolver.cache : undefined });
+    // The old resolver serves the queries it already has; its connections close once they are answered.
+    setTimeout(() => oldResolver.close({ keepCache: sameCache }), old.deadlineMs + 1000).unref();
+    this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
+    this.allowlist = config.allowlistFilter || null;
+    this.server.maxConnections = config.limits.maxConnections;
+    this.log.level = config.log.level;
+    this.config = config;
+    this.log.info('configuration reloaded; router sessions stay connected', { sessions: this.sessions.size, inFlight: this.inFlight() });
+    if (needRestart.length > 0) {
+      this.log.warn(`reload: ${needRestart.join(', ')} changed and will apply only after a restart`);
+    }
+    return needRestart;
+  }
+
   toJSON() {
     return [...this.sessions].map((s) => s.toJSON());
   }
 }
+
+/** Settings a running gateway cannot change: its listener, TLS, processes and admin port. */
+const RESTART_KEYS = ['host', 'port', 'tls', 'workers', 'admin'];
+const pick = (config, key) => config[key];
 
 /**
  * A plain TCP listener, or a TLS one when tls.cert/tls.key are set (tls.ca: client certificates

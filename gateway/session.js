@@ -51,8 +51,9 @@ class Session {
     this.socket = socket;
     this.gateway = gateway;
     const { config } = gateway;
+    // Per connection, as when it was accepted (a reload applies them to new connections); the
+    // deadline, the resolver and the versions are read per message, so a reload reaches them at once.
     this.limits = config.limits;
-    this.deadlineMs = config.deadlineMs;
     this.answerDuplicatesEmpty = config.duplicates === 'answer-empty';
     this.log = gateway.log;
     this.redact = config.log.redact;
@@ -68,7 +69,7 @@ class Session {
     this.version = undefined;
     this.encrypted = false;
     this.idleTimeoutMs = 0;
-    this.inflight = new InFlight({ deadlineMs: this.deadlineMs, onDeadline: (p) => this.expire(p), metrics: this.metrics });
+    this.inflight = new InFlight({ onDeadline: (p) => this.expire(p), metrics: this.metrics });
     this.reply = new ReplyWriter({ maxBody: this.limits.maxMessageLength });
     this.closeWaiters = [];
     this.ending = null; // {reason, last} once we decided to close: what is in flight is answered first
@@ -254,10 +255,10 @@ class Session {
       this.finishQuery(null, q, 'duplicate', serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
       return;
     }
-    const p = this.inflight.add(q);
-    const resolver = this.gateway.resolver;
+    const { resolver, config } = this.gateway;
+    const p = this.inflight.add(q, config.deadlineMs);
     p.resolver = resolver; // the settings this query started under, even across a reload
-    p.deadlineAt = p.start + this.deadlineMs;
+    p.deadlineAt = p.start + config.deadlineMs;
     // A hard cap, per message: the frames behind this one wait in the reader, unread.
     if (!this.link.paused && this.inflight.size >= this.limits.maxInFlight) this.link.pauseInput();
     if (this.debug) this.log.debug('query', describeQuery(q, this.id, this.redact));
@@ -341,7 +342,7 @@ class Session {
       return;
     }
     this.finishQuery(p, p.query, 'deadline',
-      this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${this.deadlineMs} ms`));
+      this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${p.deadlineMs} ms`));
   }
 
   finishQuery(p, q, outcome, reply) {
