@@ -7,7 +7,7 @@ const { consoleReport } = require('./report/console');
 const { UsageError } = require('../lib/errors');
 const { numberFlag } = require('../lib/cli-flags');
 
-const summary = 'test suites against a gateway: speed, error, load, soak, capacity, all';
+const summary = 'test suites against a gateway: speed, error, load, soak, capacity, outage, all';
 const usage = `usage: ged145 run <suite> [options]
 
 suites:
@@ -16,11 +16,13 @@ suites:
   load       --rate queries/s for --duration, no faults (default 500/s for 20 s)
   soak       a long load with the gateway's CPU and RSS sampled every second (default 1000/s, 600 s)
   capacity   raise the rate by --step every --step-duration until p99 > --budget ms or errors
+  outage     --rate queries/s while the REST simulator goes slow, then down, then back (default
+             200/s for 40 s); the gateway runs with a cache and a fallback; answers by outcome over time
   all        speed, a 15 s error run and a 10 s load: a demo or a smoke test
 
 options:
   --duration S        run length in seconds
-  --rate N            queries/s (load, soak; capacity's first step)
+  --rate N            queries/s (load, soak, outage; capacity's first step)
   --count N           transactions for speed (default 10)
   --step N            capacity: rate increase per step (default 500)
   --step-duration S   capacity: seconds per step (default 10)
@@ -85,6 +87,7 @@ async function main(values, positionalArgs) {
     if (!m) throw new UsageError('--target takes HOST:PORT');
     target = { host: m[1], port: Number(m[2]) };
   } else if (values.pid) throw new UsageError('--pid goes with --target');
+  if (target && suite === 'outage') throw new UsageError('outage starts its own REST simulator and gateway: it takes no --target');
   if (values.monitor && !['pidstat', 'proc'].includes(values.monitor)) throw new UsageError('--monitor takes pidstat or proc');
   if (values.engine && !ENGINE_NAMES.includes(values.engine)) throw new UsageError(`--engine takes ${ENGINE_NAMES.join(' or ')}`);
   const suiteOptions = {};

@@ -12,15 +12,18 @@ const { error } = require('./suites/error');
 const { load } = require('./suites/load');
 const { soak } = require('./suites/soak');
 const { capacity } = require('./suites/capacity');
+const { outage, OUTAGE_CONFIG } = require('./suites/outage');
 const { htmlReport } = require('./report/html');
 
-const SUITES = { speed, error, load, soak, capacity };
+const SUITES = {
+  speed, error, load, soak, capacity, outage,
+};
 /** `all`: what a demo or a smoke test wants, in under a minute. */
 const ALL = [['speed', {}], ['error', { durationS: 15 }], ['load', { durationS: 10 }]];
 
 function plan(name, options) {
   if (name === 'all') return ALL.map(([n, o]) => [n, { ...o, ...options }]);
-  if (!SUITES[name]) throw new RangeError(`unknown suite '${name}' (speed, error, load, soak, capacity, all)`);
+  if (!SUITES[name]) throw new RangeError(`unknown suite '${name}' (${Object.keys(SUITES).join(', ')}, all)`);
   return [[name, options]];
 }
 
@@ -31,11 +34,23 @@ async function runSuites(name, options = {}) {
   const steps = plan(name, options.suite || {});
   let system = null;
   let ctx;
+  let scratch = null;
   if (options.target) {
     ctx = { target: options.target, monitorTargets: options.pid ? [{ name: 'gateway', pid: options.pid }] : [] };
   } else {
-    system = await startSystem({ engine: options.engine });
-    ctx = { target: system.target, monitorTargets: Object.entries(system.pids).map(([n, pid]) => ({ name: n, pid })) };
+    const gatewayArgs = [];
+    if (steps.some(([suite]) => suite === 'outage')) {
+      // The outage suite's gateway keeps calls routing: an answer cache and a fallback answer.
+      scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-run-'));
+      fs.writeFileSync(path.join(scratch, 'gateway.json'), JSON.stringify(OUTAGE_CONFIG));
+      gatewayArgs.push('--config', path.join(scratch, 'gateway.json'));
+    }
+    try {
+      system = await startSystem({ engine: options.engine, gatewayArgs });
+    } finally {
+      if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
+    }
+    ctx = { target: system.target, system, monitorTargets: Object.entries(system.pids).map(([n, pid]) => ({ name: n, pid })) };
   }
   Object.assign(ctx, { seed: options.seed, monitorWith: options.monitorWith || 'pidstat', progress: options.progress });
   const results = [];

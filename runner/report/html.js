@@ -23,6 +23,7 @@ function chartData(r) {
     processes: Object.fromEntries(Object.entries(procs).map(([n, p]) => [n, p.samples.map((s) => ({ t: s.t, cpu: s.cpu, rssMb: s.rssKb / 1024 }))])),
     monitorSource: r.monitor ? r.monitor.source : null,
     capacity: r.capacitySteps || null,
+    outcomes: r.outcomes || null,
   };
 }
 
@@ -45,17 +46,28 @@ function htmlReport(results, { title = 'ged145 test run', meta = {} } = {}) {
   const summaryRows = results
     .map((r) => `<tr class="${r.verdict.pass ? 'pass' : 'fail'}"><td>${esc(r.suite)}</td><td>${verdict(r)}</td><td>${esc(r.title)}</td></tr>`)
     .join('\n');
+  const outcomesFigure = (r, i) => (r.outcomes
+    ? `<figure class="wide"><figcaption>Answers per second by outcome (the shaded spans are the fault windows)</figcaption>
+    <div class="chart"><canvas data-chart="outcomes" data-suite="${i}"></canvas></div></figure>`
+    : '');
   const sections = results.map((r, i) => `
 <section>
   <h2>${esc(r.title)}</h2>
   <table class="figures">${(r.rows || []).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('')}</table>
   <div class="grid">
-    <figure><figcaption>Throughput over time (answers/s)</figcaption><canvas data-chart="throughput" data-suite="${i}"></canvas></figure>
-    <figure><figcaption>Latency percentiles over time (ms)</figcaption><canvas data-chart="latency" data-suite="${i}"></canvas></figure>
-    <figure><figcaption>Latency distribution (ms by percentile)</figcaption><canvas data-chart="distribution" data-suite="${i}"></canvas></figure>
-    <figure><figcaption>Errors by kind</figcaption><canvas data-chart="errors" data-suite="${i}"></canvas></figure>
-    <figure><figcaption>CPU % over time</figcaption><canvas data-chart="cpu" data-suite="${i}"></canvas></figure>
-    <figure><figcaption>RSS over time (MiB)</figcaption><canvas data-chart="rss" data-suite="${i}"></canvas></figure>
+    ${outcomesFigure(r, i)}
+    <figure><figcaption>Throughput over time (answers/s)</figcaption>
+      <div class="chart"><canvas data-chart="throughput" data-suite="${i}"></canvas></div></figure>
+    <figure><figcaption>Latency percentiles over time (ms)</figcaption>
+      <div class="chart"><canvas data-chart="latency" data-suite="${i}"></canvas></div></figure>
+    <figure><figcaption>Latency distribution (ms by percentile)</figcaption>
+      <div class="chart"><canvas data-chart="distribution" data-suite="${i}"></canvas></div></figure>
+    <figure><figcaption>Errors by kind</figcaption>
+      <div class="chart"><canvas data-chart="errors" data-suite="${i}"></canvas></div></figure>
+    <figure><figcaption>CPU % over time</figcaption>
+      <div class="chart"><canvas data-chart="cpu" data-suite="${i}"></canvas></div></figure>
+    <figure><figcaption>RSS over time (MiB)</figcaption>
+      <div class="chart"><canvas data-chart="rss" data-suite="${i}"></canvas></div></figure>
   </div>
 </section>`).join('\n');
   const metaRows = Object.entries(meta).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('');
@@ -69,7 +81,8 @@ table.summary td,
 table.summary th{border:1px solid #ddd}tr.pass td:nth-child(2){color:#17803d;font-weight:600}tr.fail td:nth-child(2){color:#b42318;font-weight:600}
 table.figures th{font-weight:600;color:#555}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:16px}
-figure{margin:0;border:1px solid #eee;padding:8px}figcaption{font-weight:600;margin-bottom:4px}canvas{width:100%;height:240px}
+figure{margin:0;border:1px solid #eee;padding:8px}figure.wide{grid-column:1/-1}figcaption{font-weight:600;margin-bottom:4px}
+.chart{position:relative;height:240px}figure.wide .chart{height:300px}
 </style></head>
 <body>
 <h1>${esc(title)}</h1>
@@ -116,6 +129,26 @@ ${sections}
       label: 'count', data: keys.map(function (k) { return s.errors[k] || 0; }),
       backgroundColor: keys.map(function (k) { return /^caught|^induced/.test(k) ? colors[0] : colors[1]; }),
     }] }, options: { indexAxis: 'y', scales: { x: { beginAtZero: true } } } }; },
+    outcomes: function (s) {
+      var o = s.outcomes;
+      var palette = { ok: '#16a34a', stale: '#ea580c', fallback: '#9333ea', 'host error': '#dc2626' };
+      var shade = { id: 'faultWindows', beforeDatasetsDraw: function (chart) {
+        var x = chart.scales.x; var area = chart.chartArea; var ctx = chart.ctx;
+        o.windows.forEach(function (w) {
+          var a = x.getPixelForValue(w.from); var b = x.getPixelForValue(w.to);
+          ctx.save(); ctx.fillStyle = w.name === 'down' ? 'rgba(220,38,38,0.12)' : 'rgba(234,88,12,0.10)';
+          ctx.fillRect(a, area.top, b - a, area.bottom - area.top);
+          ctx.fillStyle = '#555'; ctx.font = '11px system-ui'; ctx.fillText('backend ' + w.name, a + 4, area.top + 12); ctx.restore();
+        });
+      } };
+      return { type: 'line', plugins: [shade], data: { datasets: o.groups.map(function (g) { return {
+        label: g, data: o.seconds.map(function (p) { return { x: p.t, y: p[g] }; }), borderColor: palette[g], backgroundColor: palette[g],
+        pointRadius: 0, borderWidth: 2, fill: false,
+      }; }) },
+      options: { scales: {
+        x: { type: 'linear', title: { display: true, text: 'seconds' } }, y: { beginAtZero: true, title: { display: true, text: 'answers/s' } },
+      } } };
+    },
     cpu: function (s) { return processSeries(s, 'cpu'); },
     rss: function (s) { return processSeries(s, 'rssMb'); }
   };
