@@ -13,6 +13,7 @@ const BENCHES = [
   ['open-loop', 'open-loop.js', 'fixed rates through the router simulator'],
   ['workers', 'workers.js', '--workers 1 vs 2'],
   ['cold-start', 'cold-start.js', 'the first seconds after a start, with and without the warm-up'],
+  ['availability', 'availability.js', 'queries with the breaker and retry on vs off, and from the cache'],
 ];
 
 const only = process.argv.slice(2);
