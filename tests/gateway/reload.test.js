@@ -61,6 +61,39 @@ describe('reload (SIGHUP)', function () {
     }
   });
 
+  it('with --workers 2: the primary validates once and every worker applies the new settings', async () => {
+    const sim = await startRestSim({ port: 0 });
+    const file = path.join(tmpDir(), 'gateway.json');
+    fs.writeFileSync(file, JSON.stringify({ backend: { url: sim.url } }));
+    const gw = spawnCli(['gateway', '--config', file, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--workers', '2']);
+    try {
+      const [, port] = await gw.waitFor(/2 workers listening for ICM routers on 127\.0\.0\.1:(\d+)/, 20_000);
+      fs.writeFileSync(file, JSON.stringify({ backend: { url: sim.url }, fallback: { vars: { 9: 'workers' } } }));
+      gw.kill('SIGHUP');
+      await gw.waitFor(/configuration sent to 2 workers/);
+      const until = Date.now() + 5000;
+      while ((gw.out + gw.err).split('configuration reloaded').length - 1 < 2 && Date.now() < until) await wait(20);
+      assert.equal((gw.out + gw.err).split('configuration reloaded').length - 1, 2, 'both workers reloaded');
+      // Whichever worker takes the connection, the new fallback is in force.
+      for (let i = 0; i < 4; i++) {
+        const c = await WireClient.connect(Number(port));
+        await c.open();
+        c.query(7, { subtype: 'fail' });
+        const r = await c.waitFor((m) => m.invokeId === 7);
+        assert.deepEqual([r.status, r.vars], [0, { 9: 'workers' }]);
+        c.close();
+      }
+      fs.writeFileSync(file, JSON.stringify({ backend: { url: sim.url }, limits: { maxInFlight: 0 } }));
+      gw.kill('SIGHUP');
+      await gw.waitFor(/reload refused, the running configuration stays in force: config: limits\.maxInFlight/);
+      assert.ok(!/configuration sent to 2 workers[\s\S]*configuration sent to 2 workers/.test(gw.out + gw.err), 'a refused file is not sent');
+    } finally {
+      gw.kill('SIGTERM');
+      await gw.exited;
+      await sim.close();
+    }
+  });
+
   it('in process: queries in flight finish under the old settings; settings that need a restart are named', async () => {
     const stack = await startStack({ gateway: { deadlineMs: 2000 } });
     const c = await WireClient.connect(stack.port);
