@@ -149,7 +149,7 @@ class RouterConnection extends EventEmitter {
     this.openSentAt = performance.now();
     let sessionKey;
     if (this.desKey) {
-      // PROTOCOL.md section 7: a random K, sent as K||K encrypted with the private key.
+      // docs/protocol.md section 7: a random K, sent as K||K encrypted with the private key.
       this.sessionKey = crypto.randomBytes(8);
       sessionKey = des.sealSessionKey(this.desKey, this.sessionKey);
     }

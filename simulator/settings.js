@@ -1,6 +1,6 @@
 'use strict';
 
-// The router's own settings (PROTOCOL.md sections 6 and 8), with the router's defaults.
+// The router's own settings (docs/protocol.md sections 6 and 8), with the router's defaults.
 // Every one can be overridden; the names are the ICM configuration names in camelCase + unit.
 
 const ROUTER_DEFAULTS = Object.freeze({

@@ -1,8 +1,8 @@
 'use strict';
 
-// Every number below is from PROTOCOL.md; reverse maps are derived, never typed twice.
+// Every number below is from docs/protocol.md; reverse maps are derived, never typed twice.
 
-/** Message types (PROTOCOL.md section 3). 5..8 follow the [decision] numbering: 5/6 CLOSE, 7/8 HEARTBEAT. */
+/** Message types (docs/protocol.md section 3). 5..8 follow the [decision] numbering: 5/6 CLOSE, 7/8 HEARTBEAT. */
 const MESSAGE_TYPES = Object.freeze({
   FAILURE_CONF: 1,
   FAILURE_EVENT: 2,
@@ -27,7 +27,7 @@ const HOST_TO_ROUTER = Object.freeze(new Set(
   Object.values(MESSAGE_TYPES).filter((id) => !ROUTER_TO_HOST.has(id)),
 ));
 
-/** Tagged fields (PROTOCOL.md section 4). */
+/** Tagged fields (docs/protocol.md section 4). */
 const TAGS = Object.freeze({
   ERROR: 1,
   CONFIG: 2,
@@ -52,7 +52,7 @@ const TAGS = Object.freeze({
   ECC_ARRAY: 21,
 });
 
-/** Status codes (PROTOCOL.md section 5). */
+/** Status codes (docs/protocol.md section 5). */
 const STATUS = Object.freeze({
   E_AG_NO_ERROR: 0,
   E_AG_INVALID_VERSION: 1,
@@ -65,7 +65,7 @@ const STATUS = Object.freeze({
   E_AG_INVALID_KEY: 8,
 });
 
-/** QUERY_REQ flag bits (PROTOCOL.md section 3); other bits are ignored. */
+/** QUERY_REQ flag bits (docs/protocol.md section 3); other bits are ignored. */
 const QUERY_FLAGS = Object.freeze({
   DUPLICATE: 0x01,
   NO_SCRIPT_REPLY: 0x02,

@@ -1,6 +1,6 @@
 'use strict';
 
-// GED-145 field encryption (PROTOCOL.md section 7) as pure transforms, used by the gateway and
+// GED-145 field encryption (docs/protocol.md section 7) as pure transforms, used by the gateway and
 // the router simulator alike. Single DES in ECB mode [decision]: OpenSSL 3 hides single DES in
 // its legacy provider, and two-key triple DES (des-ede-ecb) with key K||K computes exactly
 // single DES with K (E_K(D_K(E_K(x))) = E_K(x)).

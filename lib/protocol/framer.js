@@ -5,7 +5,7 @@ const { ProtocolError, ERROR_CODES } = require('./errors');
 
 /**
  * Streaming framer: feed it TCP chunks of any size, it calls onFrame(typeId, body) once per
- * complete message (PROTOCOL.md section 2).
+ * complete message (docs/protocol.md section 2).
  *
  * - A frame that lies inside one chunk is handed out as a view of that chunk (no copy). Socket
  *   chunks are never reused by Node, so the view stays valid for as long as the caller keeps it.

@@ -1,7 +1,7 @@
 'use strict';
 
 // Decoder: (MessageType, body) -> message. The byte layouts are declared with binary-parser so
-// that each reads like its table in PROTOCOL.md; what binary-parser does not check (tag overrun,
+// that each reads like its table in docs/protocol.md; what binary-parser does not check (tag overrun,
 // a dangling byte, ECC layout) is validated here and turned into a ProtocolError (a reject).
 
 const { Parser } = require('binary-parser');
@@ -15,7 +15,7 @@ const {
   FailureConf, FailureEvent, OpenReq, InvokeOnly, QueryReq, QueryResp, ParamReq,
 } = require('./messages');
 
-// PROTOCOL.md section 4: UCHAR tag, UCHAR length, length bytes of data, back to back.
+// docs/protocol.md section 4: UCHAR tag, UCHAR length, length bytes of data, back to back.
 // The data is located by offset, not sliced: text is read straight out of the body.
 const tag = new Parser().uint8('tag').uint8('length').saveOffset('offset').skip('length');
 
@@ -26,7 +26,7 @@ function layout(fixed, withTags) {
   return { fixedSize, parser };
 }
 
-// Fixed parts, one per table row of PROTOCOL.md section 3.
+// Fixed parts, one per table row of docs/protocol.md section 3.
 const LAYOUTS = {
   [T.FAILURE_CONF]: layout(new Parser().uint32be('invokeId').uint32be('status'), true),
   [T.FAILURE_EVENT]: layout(new Parser().uint32be('status'), true),
@@ -44,7 +44,7 @@ const LAYOUTS = {
   [T.PARAM_CONF]: layout(new Parser().uint32be('invokeId'), false),
 };
 
-/** Trailing NULs are stripped: scalar tags arrive with or without one (PROTOCOL.md section 4). */
+/** Trailing NULs are stripped: scalar tags arrive with or without one (docs/protocol.md section 4). */
 function text(body, t) {
   const start = t.offset;
   let end = start + t.length;

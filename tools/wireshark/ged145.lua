@@ -5,7 +5,7 @@
 --   -X lua_script:ged145.lua. Default port 5000 (Edit > Preferences > Protocols > GED145), or
 --   Decode As... > TCP port > GED145.
 --
--- Numbers follow PROTOCOL.md of the ged145 project: 8-byte header (UINT32 body length, UINT32
+-- Numbers follow docs/protocol.md of the ged145 project: 8-byte header (UINT32 body length, UINT32
 -- type), big-endian, tags as UCHAR tag, UCHAR length, data. Types 5/6 = CLOSE, 7/8 = HEARTBEAT.
 
 local ged145 = Proto("ged145", "GED-145 Application Gateway")
