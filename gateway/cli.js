@@ -20,7 +20,8 @@ const usage = `usage: ged145 gateway [options]
   --workers N            worker processes sharing the port (default 1)
   --log-level L          error | warn | info | debug (default info)
   --log-file FILE        also write JSON log lines to FILE (rotated at 10 MB, 5 kept)
-  --redact               keep CLID, CED, CDPD and variable values out of the logs
+  --redact               keep CLID, CED, CDPD, DN and variable values out of the logs
+  --trace-frames N       log the first N frames of each session each way, as hex and decoded
   --embedded-backend     with no backend configured, serve from a built-in REST simulator
   --des-key-file FILE    the DES private key for encrypted sessions (or GED145_DES_KEY)
   --tls-cert FILE        listen with TLS: certificate (PEM)
@@ -45,6 +46,7 @@ const options = {
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
   redact: { type: 'boolean' },
+  'trace-frames': { type: 'string' },
   'embedded-backend': { type: 'boolean' },
   'des-key-file': { type: 'string' },
   'tls-cert': { type: 'string' },
@@ -69,6 +71,7 @@ async function main(values) {
       'log.level': values['log-level'],
       'log.file': values['log-file'],
       'log.redact': values.redact,
+      'log.traceFrames': int(values, 'trace-frames'),
       'des.keyFile': values['des-key-file'],
       'tls.cert': values['tls-cert'],
       'tls.key': values['tls-key'],

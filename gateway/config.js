@@ -50,7 +50,9 @@ const DEFAULTS = Object.freeze({
   },
   allowlist: [], // router addresses; empty = any
   admin: { host: '127.0.0.1', port: 8080 }, // port null = no admin listener
-  log: { level: 'info', file: null, redact: false, console: true },
+  log: {
+    level: 'info', file: null, redact: false, console: true, traceFrames: 0,
+  },
   workers: 1,
   shutdownTimeoutMs: 5000,
   warmup: true, // run synthetic queries through the code before listening (see gateway/warmup.js)
@@ -173,6 +175,7 @@ function validate(c) {
   check(['error', 'warn', 'info', 'debug'].includes(c.log.level), 'log.level', 'must be error, warn, info or debug');
   check(typeof c.log.redact === 'boolean', 'log.redact', 'must be true or false');
   check(typeof c.log.console === 'boolean', 'log.console', 'must be true or false');
+  check(intIn(c.log.traceFrames, 0, 100_000), 'log.traceFrames', 'must be an integer from 0 to 100000');
   check(c.log.file === null || (typeof c.log.file === 'string' && c.log.file.length > 0), 'log.file', 'must be a file path or null');
   check(intIn(c.workers, 1, 64), 'workers', 'must be an integer from 1 to 64');
   check(typeof c.warmup === 'boolean', 'warmup', 'must be true or false');

@@ -11,6 +11,7 @@
 
 const { performance } = require('node:perf_hooks');
 const { MessageReader, DIRECTION } = require('../lib/protocol');
+const { FrameTrace } = require('./frame-trace');
 
 // Module-level socket handlers: no closures per connection on the hot path.
 function socketOnData(chunk) {
@@ -33,8 +34,9 @@ function uncork(link) {
 
 class RouterLink {
   /** meta: fields for every log line ({session, peer}). */
+  /** trace: {limit, redact}: log the first `limit` frames each way (--trace-frames), or null. */
   constructor(socket, {
-    limits, log, meta, onMessage, onProtocolError, onPeerEnd, onClosed,
+    limits, log, meta, onMessage, onProtocolError, onPeerEnd, onClosed, trace = null,
   }) {
     this.socket = socket;
     this.limits = limits;
@@ -61,8 +63,15 @@ class RouterLink {
     this.partialTimer = null;
     this.lingerTimer = null;
 
+    this.trace = trace && trace.limit > 0 ? new FrameTrace({
+      limit: trace.limit, log, meta, redact: trace.redact,
+    }) : null;
     this.reader = new MessageReader({
-      direction: DIRECTION.ROUTER_TO_HOST, maxMessageLength: limits.maxMessageLength, onMessage, onError: onProtocolError,
+      direction: DIRECTION.ROUTER_TO_HOST,
+      maxMessageLength: limits.maxMessageLength,
+      onMessage,
+      onError: onProtocolError,
+      onFrame: this.trace === null ? undefined : (typeId, body) => this.trace.received(typeId, body),
     });
 
     socket.link = this;
@@ -77,6 +86,7 @@ class RouterLink {
   /** From the next frame on, tags are decrypted with this cipher (undefined: plain). */
   setCipher(cipher) {
     this.reader.setCipher(cipher);
+    if (this.trace !== null) this.trace.cipher = cipher;
   }
 
   // ---- input -------------------------------------------------------------------------------
@@ -132,6 +142,7 @@ class RouterLink {
       process.nextTick(uncork, this);
     }
     socket.write(buf);
+    if (this.trace !== null && !this.trace.done) this.trace.sent(buf);
     if (socket.writableLength > this.limits.maxOutboundBytes) {
       this.log.warn('router is not reading its replies; closing the connection', {
         ...this.meta, bufferedBytes: socket.writableLength, limit: this.limits.maxOutboundBytes,

@@ -86,6 +86,7 @@ class Session {
       onProtocolError: (err) => this.onProtocolError(err),
       onPeerEnd: () => this.end('closed by router'), // half-close: what was sent is answered first
       onClosed: () => this.onClose(),
+      trace: { limit: config.log.traceFrames, redact: this.redact },
     });
     this.log.info('router connected', { session: this.id, peer: this.peer });
   }

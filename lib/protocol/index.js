@@ -7,7 +7,7 @@ const {
   ProtocolError, EncodeError, ERROR_CODES, ENCODE_ERROR_CODES,
 } = require('./errors');
 const { Framer } = require('./framer');
-const { decode, decodeFrame } = require('./parser');
+const { decode, decodeFrame, fixedLength } = require('./parser');
 const { encode, serialize } = require('./serializer');
 const { MessageReader } = require('./reader');
 const messages = require('./messages');
@@ -25,6 +25,7 @@ module.exports = {
   MessageReader,
   decode,
   decodeFrame,
+  fixedLength,
   DIRECTION,
   encode,
   serialize,

@@ -268,4 +268,10 @@ function decodeFrame(buf, { direction = DIRECTION.ROUTER_TO_HOST, cipher } = {})
   return decode(buf.readUInt32BE(4), buf.subarray(HEADER_LENGTH), direction, cipher);
 }
 
-module.exports = { decode, decodeFrame };
+/** Bytes of the fixed part of a message type (before its tags), or undefined for an unknown type. */
+function fixedLength(typeId) {
+  const l = LAYOUTS[typeId];
+  return l === undefined ? undefined : l.fixedSize;
+}
+
+module.exports = { decode, decodeFrame, fixedLength };

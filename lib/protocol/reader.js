@@ -17,10 +17,11 @@ class MessageReader {
    * once an encrypted session is open (setCipher).
    */
   constructor({
-    direction = DIRECTION.ROUTER_TO_HOST, maxMessageLength, onMessage, onError, cipher,
+    direction = DIRECTION.ROUTER_TO_HOST, maxMessageLength, onMessage, onError, cipher, onFrame,
   }) {
     this.direction = direction;
     this.cipher = cipher;
+    this.onFrame = onFrame; // optional tap: (typeId, body) for every complete frame, before it is decoded
     this.onMessage = onMessage;
     this.onError = onError;
     this.framer = new Framer({
@@ -69,6 +70,7 @@ class MessageReader {
   }
 
   _frame(typeId, body) {
+    if (this.onFrame !== undefined) this.onFrame(typeId, body);
     let msg;
     try {
       msg = decode(typeId, body, this.direction, this.cipher);
