@@ -1,5 +1,6 @@
 'use strict';
 
+const { messageLine } = require('../lib/message-line');
 const { Router } = require('./router');
 const { ROUTER_DEFAULTS, MODES } = require('./settings');
 const { loadScenario } = require('./workload');
@@ -39,6 +40,7 @@ const usage = `usage: ged145 router [options]
   --seed N               seed for the query mix and injection
   --json                 print the summary as JSON
   --quiet                no live progress line
+  --show                 print each reply, decoded, one line (latency, type, InvokeID, status, tags)
 `;
 
 const options = {
@@ -71,6 +73,7 @@ const options = {
   'tls-key': { type: 'string' },
   json: { type: 'boolean' },
   quiet: { type: 'boolean' },
+  show: { type: 'boolean' },
 };
 
 const num = (values, key, { int = true, min = 0, max = Infinity } = {}) => numberFlag(values, key, { int, min, max });
@@ -152,7 +155,11 @@ async function main(values) {
     await router.stop({ drainMs: 0 });
     throw new OperatorError(err.message, { cause: err });
   }
-  const live = !values.quiet && !values.json;
+  if (values.show) {
+    // Each reply, decoded, one line on stdout: a route mapping can be checked without a capture.
+    router.on('reply', (msg, latencyMs) => process.stdout.write(`${latencyMs.toFixed(2).padStart(8)} ms  ${messageLine(msg)}\n`));
+  }
+  const live = !values.quiet && !values.json && !values.show;
   let lastPrint = 0;
   const onTick = () => {
     const now = Date.now();

@@ -127,6 +127,14 @@ describe('ged145 CLI', () => {
       for (const p of [gw, sim]) if (p && p.exitCode === null) p.kill('SIGKILL');
     });
 
+    it('ged145 router --show prints each reply decoded, one line', async () => {
+      const r = await runCli(['router', '--port', String(gw.port), '--rate', '5', '--duration', '1', '--show']);
+      assert.equal(r.code, 0, r.err);
+      const lines = r.out.split('\n').filter((l) => /ms {2}QUERY_RESP id=\d+ E_AG_NO_ERROR/.test(l));
+      assert.equal(lines.length, 5, r.out);
+      assert.ok(lines.every((l) => /(vars|eccArrays)=/.test(l)), r.out);
+    });
+
     it('ged145 router prints a JSON summary with every query answered', async () => {
       const r = await runCli(['router', '--port', String(gw.port), '--rate', '200', '--duration', '1', '--json', '--sides', 'A,B']);
       assert.equal(r.code, 0, r.err);
