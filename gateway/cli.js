@@ -89,9 +89,14 @@ async function main(values) {
     const { startRestSim } = require('../rest-sim/server'); // only here: production never loads the simulator
     sim = await startRestSim({ port: 0, host: '127.0.0.1' });
     config.backend.url = sim.url;
-    log.info(`no backend configured: serving from the built-in REST simulator at ${sim.url}`);
+    log.warn(`no backend configured: serving from the built-in REST simulator at ${sim.url}; `
+      + 'its answers are test data (set --backend URL or backend.url for a real backend)');
   }
   const running = config.workers > 1 ? await startCluster(config, { log }) : await startGateway(config, { log });
+  if (sim) {
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    log.info(`next, in another terminal: npx ged145 router --host ${host} --port ${running.port} --rate 200 --duration 5`);
+  }
   let stopping = false;
   const stop = async (signal) => {
     if (stopping) return;

@@ -5,11 +5,18 @@
 
 const { measured, errorCount, progress } = require('./common');
 
+/** Unmeasured load before the first step: a cold gateway (JIT, first backend connections) would fail it. */
+const WARMUP_S = 3;
+
 async function capacity(ctx, {
-  start = 500, step = 500, max = 20_000, stepS = 10, budgetMs = 50,
+  start = 500, step = 500, max = 20_000, stepS = 10, budgetMs = 50, warmupS = WARMUP_S,
 } = {}) {
   const steps = [];
   const bar = progress(ctx, 'capacity');
+  if (warmupS > 0) {
+    bar.update(0, 'warm-up');
+    await measured(ctx, {}, (router) => router.runOpenLoop({ rate: start, durationMs: warmupS * 1000 }));
+  }
   let sustainable = 0;
   let last;
   for (let rate = start; rate <= max; rate += step) {

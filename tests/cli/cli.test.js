@@ -197,6 +197,8 @@ describe('ged145 CLI', () => {
     });
     try {
       const [, port] = await npm.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/, 15_000);
+      await npm.waitFor(new RegExp(`next, in another terminal: npx ged145 router --host 127\\.0\\.0\\.1 --port ${port} `));
+      assert.match(npm.err, /warn .*serving from the built-in REST simulator.*test data/);
       const c = await WireClient.connect(Number(port));
       await c.open();
       c.query(2, { subtype: 'customer.lookup', clid: '5551000007' });

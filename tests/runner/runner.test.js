@@ -162,11 +162,11 @@ describe('test runner', function () {
   });
 
   it('capacity raises the rate until the budget breaks and names the highest rate that held', async () => {
-    const cap = await runSuites('capacity', { suite: { start: 50, step: 100, max: 250, stepS: 1, budgetMs: 1000 } });
+    const cap = await runSuites('capacity', { suite: { start: 50, step: 100, max: 250, stepS: 1, budgetMs: 1000, warmupS: 1 } });
     const r = cap.results[0];
     assert.deepEqual(r.figures.steps.map((s) => s.rate), [50, 150, 250]);
     assert.equal(r.figures.sustainableRate, 250);
-    const tight = await runSuites('capacity', { suite: { start: 200, step: 200, max: 600, stepS: 1, budgetMs: 0.001 } });
+    const tight = await runSuites('capacity', { suite: { start: 200, step: 200, max: 600, stepS: 1, budgetMs: 0.001, warmupS: 0 } });
     assert.equal(tight.results[0].figures.sustainableRate, 0);
     assert.equal(tight.results[0].figures.steps.length, 1, 'it stops at the first step that fails');
   });
