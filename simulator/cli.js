@@ -119,6 +119,9 @@ async function main(values) {
       servername: values.host === '127.0.0.1' ? 'localhost' : values.host,
     };
   }
+  if (values.pcap && tlsOptions) {
+    throw new UsageError('--pcap cannot capture a TLS connection (it would hold only encrypted bytes); drop --tls, or capture with tshark and the server key');
+  }
   let router;
   try {
     router = new Router({

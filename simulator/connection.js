@@ -24,6 +24,18 @@ const { Heartbeats } = require('./heartbeats');
 
 const SWEEP_MS = 20;
 
+/** Why a connection could not be made, in words an operator can act on. */
+function explainConnectError(code, tls) {
+  if (!code || code === 'ECONNREFUSED') return 'ECONNREFUSED: connection refused (is a gateway listening there?)';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `${code}: host name not found`;
+  if (code === 'ETIMEDOUT' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return `${code}: host unreachable`;
+  if (/CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE/.test(code)) return `${code}: the gateway requires a client certificate (--tls-cert and --tls-key)`;
+  if (/WRONG_VERSION_NUMBER|PACKET_LENGTH_TOO_LONG|EPROTO|UNEXPECTED_MESSAGE/.test(code)) return `${code}: TLS to a port that does not speak TLS (a plain GED-145 port?)`;
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|HOSTNAME|ALTNAME/.test(code)) return `${code}: the gateway's certificate is not trusted (--tls-ca)`;
+  if (code === 'ECONNRESET' && tls) return 'ECONNRESET: the host reset the TLS handshake (a plain GED-145 port, or the allowlist?)';
+  return code;
+}
+
 /**
  * new RouterConnection({host, port, side, settings, stats, injection, tls, rnd, desKey, pcap})
  * A logical query is {scheduledAt, outstanding, settled, ...}; send(frameFields, logical) sends one copy.
@@ -308,6 +320,7 @@ class RouterConnection extends EventEmitter {
 
   onSocketClose() {
     const wasOpen = this.state === 'open';
+    const wasOpening = this.state === 'opening';
     const hadSocket = this.state !== 'connecting' || this.writer !== null;
     this.state = 'closed'; // before anything below can call send()
     if (this.sweepTimer !== null) clearInterval(this.sweepTimer);
@@ -321,8 +334,13 @@ class RouterConnection extends EventEmitter {
       const fatalKind = this.book.closedByFatal();
       if (fatalKind !== null) {
         reason = `host closed after invalid ${fatalKind} frame`;
-      } else if (!hadSocket) reason = `connect failed: ${this.socketError || 'refused'}`;
-      else reason = this.stopping ? 'closed by router' : `closed by host${this.socketError ? ` (${this.socketError})` : ''}`;
+      } else if (!hadSocket) reason = `connect failed: ${explainConnectError(this.socketError, this.tlsOptions !== null)}`;
+      else if (this.stopping) reason = 'closed by router';
+      else if (wasOpening && !this.socketError) {
+        // Closed with no OPEN_CONF and no error: the host turned this router away.
+        reason = 'closed by the host right after connecting, before OPEN_CONF (its allowlist, or its connection or session limit?)';
+      } else if (wasOpening) reason = `closed by host before OPEN_CONF (${explainConnectError(this.socketError, this.tlsOptions !== null)})`;
+      else reason = `closed by host${this.socketError ? ` (${this.socketError})` : ''}`;
     }
     const failure = this.dropWasFailure || !hadSocket || (!wasOpen && !this.stopping);
     this.dropReason = null;
@@ -398,4 +416,4 @@ class RouterConnection extends EventEmitter {
   }
 }
 
-module.exports = { RouterConnection };
+module.exports = { RouterConnection, explainConnectError };
