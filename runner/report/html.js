@@ -27,14 +27,29 @@ function chartData(r) {
   };
 }
 
-/** errorsByKind, plus induced and caught invalid frames for the error suite. */
+/** Rows named expected:/unexpected: are coloured as such; an unexpected count above zero stands out. */
+function rowClass(key, value) {
+  if (key.startsWith('expected:')) return 'expected';
+  if (key.startsWith('unexpected:')) return String(value) === '0' ? 'unexpected-none' : 'unexpected';
+  return '';
+}
+
+/**
+ * errorsByKind; for a run with induced invalid frames, split into what was expected (induced,
+ * caught, voided: drawn blue) and what was not (drawn red), so a passing error run looks it.
+ */
 function errorsOf(s) {
-  const out = errorsByKind(s);
-  if (s.injected && (s.injected.reject || s.injected.fatal)) {
-    out['induced reject'] = s.injected.reject;
-    out['caught reject'] = s.caught.reject + s.voided.reject;
-    out['induced fatal'] = s.injected.fatal;
-    out['caught fatal'] = s.caught.fatal + s.voided.fatal;
+  if (!(s.injected && (s.injected.reject || s.injected.fatal))) return errorsByKind(s);
+  const out = {
+    'expected: induced reject': s.injected.reject,
+    'expected: caught reject': s.caught.reject + s.voided.reject,
+    'expected: induced fatal': s.injected.fatal,
+    'expected: caught fatal': s.caught.fatal + s.voided.fatal,
+    'expected: queries voided': s.voided.queries,
+  };
+  for (const [k, v] of Object.entries(errorsByKind(s))) {
+    if (k === 'E_AG_INVALID_MESSAGE') continue; // the caught rejects above
+    out[`unexpected: ${k}`] = v;
   }
   return out;
 }
@@ -53,7 +68,7 @@ function htmlReport(results, { title = 'ged145 test run', meta = {} } = {}) {
   const sections = results.map((r, i) => `
 <section>
   <h2>${esc(r.title)}</h2>
-  <table class="figures">${(r.rows || []).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('')}</table>
+  <table class="figures">${(r.rows || []).map(([k, v]) => `<tr class="${rowClass(k, v)}"><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('')}</table>
   <div class="grid">
     ${outcomesFigure(r, i)}
     <figure><figcaption>Throughput over time (answers/s)</figcaption>
@@ -79,7 +94,8 @@ h1{font-size:22px}h2{font-size:17px;margin-top:32px;border-bottom:1px solid #ddd
 table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 10px;text-align:left;vertical-align:top}
 table.summary td,
 table.summary th{border:1px solid #ddd}tr.pass td:nth-child(2){color:#17803d;font-weight:600}tr.fail td:nth-child(2){color:#b42318;font-weight:600}
-table.figures th{font-weight:600;color:#555}
+table.figures th{font-weight:600;color:#555}tr.expected th{color:#2563eb}tr.unexpected th,tr.unexpected td{color:#b42318;font-weight:600}
+tr.unexpected-none th{color:#17803d}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:16px}
 figure{margin:0;border:1px solid #eee;padding:8px}figure.wide{grid-column:1/-1}figcaption{font-weight:600;margin-bottom:4px}
 .chart{position:relative;height:240px}figure.wide .chart{height:300px}
@@ -127,7 +143,7 @@ ${sections}
       options: { scales: { y: { type: 'logarithmic', title: { display: true, text: 'ms (log)' } } } } }; },
     errors: function (s) { var keys = Object.keys(s.errors); if (keys.length === 0) keys = ['none']; return { type: 'bar', data: { labels: keys, datasets: [{
       label: 'count', data: keys.map(function (k) { return s.errors[k] || 0; }),
-      backgroundColor: keys.map(function (k) { return /^caught|^induced/.test(k) ? colors[0] : colors[1]; }),
+      backgroundColor: keys.map(function (k) { return /^expected/.test(k) ? colors[0] : colors[1]; }),
     }] }, options: { indexAxis: 'y', scales: { x: { beginAtZero: true } } } }; },
     outcomes: function (s) {
       var o = s.outcomes;

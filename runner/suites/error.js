@@ -36,14 +36,19 @@ async function error(ctx, { durationS = 60, invalidRate = 0.15, frag = 4, window
         reject: inducedRejects, fatal: inducedFatal,
       }, caught: { reject: caughtRejects, fatal: caughtFatal }, gatewayCloses, voidedByFatalFrames: s.voided.queries, lost: s.lost,
     },
+    // Expected outcomes first, then what must be zero; every count adds up to the one above it.
     rows: [
       ['transactions', `${s.answered.toLocaleString('en-US')} (${Math.round(s.txPerSec).toLocaleString('en-US')} tx/s)`],
       ['induced errors', `${inducedRejects + inducedFatal} (${inducedRejects} rejects, ${inducedFatal} fatal)`],
-      ['caught errors', `${caughtRejects + caughtFatal} (${caughtRejects} answered E_AG_INVALID_MESSAGE, ${caughtFatal} connections closed)`],
-      ['gateway closed', Object.entries(gatewayCloses).map(([k, v]) => `${v} x ${k.replace('host closed after ', '')}`).join(', ') || 'none'],
-      ['queries voided (expected)', `${s.voided.queries} sent behind a fatal frame, which the gateway never reads`],
-      ['queries lost (unexpected)', String(s.lost)],
-      ['protocol violations', String(violations)],
+      ['expected: rejects caught', `${caughtRejects} of ${inducedRejects}: ${s.caught.reject} answered E_AG_INVALID_MESSAGE, `
+        + `${s.voided.reject} sent behind a fatal frame (never read)`],
+      ['expected: fatal caught', `${caughtFatal} of ${inducedFatal}: ${s.caught.fatal} connections closed by the gateway `
+        + `(${Object.entries(gatewayCloses).map(([k, v]) => `${v} x ${k.replace('host closed after ', '')}`).join(', ') || 'none'}), `
+        + `${s.voided.fatal} sent behind another fatal frame (never read)`],
+      ['expected: queries voided', `${s.voided.queries} sent behind a fatal frame, which the gateway never reads`],
+      ['unexpected: queries lost', String(s.lost)],
+      ['unexpected: other failures', String(unexpected)],
+      ['unexpected: protocol violations', String(violations)],
     ],
     verdict: { pass: reasons.length === 0, reasons },
     ...res,

@@ -49,7 +49,10 @@ describe('test runner', function () {
 
   it('prints a compact console block per suite', () => {
     const text = consoleReport(run.results);
-    for (const line of ['speed: 10 sequential heartbeats', 'induced errors', 'caught errors', 'latency', 'verdict']) assert.ok(text.includes(line), line);
+    const lines = ['speed: 10 sequential heartbeats', 'induced errors', 'expected: rejects caught', 'expected: fatal caught', 'unexpected: queries lost', 'latency', 'verdict'];
+    for (const line of lines) {
+      assert.ok(text.includes(line), line);
+    }
     assert.ok(!text.includes('undefined') && !text.includes('NaN'), text);
   });
 
