@@ -49,7 +49,10 @@ describe('test runner', function () {
 
   it('prints a compact console block per suite', () => {
     const text = consoleReport(run.results);
-    const lines = ['speed: 10 sequential heartbeats', 'induced errors', 'expected: rejects caught', 'expected: fatal caught', 'unexpected: queries lost', 'latency', 'verdict'];
+    const lines = [
+      'speed: 10 sequential heartbeats', 'induced errors', 'expected: rejects caught', 'expected: fatal caught', 'unexpected: queries lost',
+      'latency', 'verdict',
+    ];
     for (const line of lines) {
       assert.ok(text.includes(line), line);
     }
