@@ -24,7 +24,40 @@ function chartData(r) {
     monitorSource: r.monitor ? r.monitor.source : null,
     capacity: r.capacitySteps || null,
     outcomes: r.outcomes || null,
+    transactions: r.transactions || null,
   };
+}
+
+/** The charts of a suite, in order: [kind, caption]. */
+const CHARTS = [
+  ['transactions', 'Latency of each transaction (ms), in the order sent'],
+  ['throughput', 'Throughput over time (answers/s)'],
+  ['latency', 'Latency percentiles over time (ms)'],
+  ['distribution', 'Latency distribution (ms by percentile)'],
+  ['errors', 'Errors by kind'],
+  ['cpu', 'CPU % over time'],
+  ['rss', 'RSS over time (MiB)'],
+];
+
+/** Why a chart would be empty for this suite's data, or null when it has something to show. */
+function missing(r, kind) {
+  const samples = Object.values((r.monitor && r.monitor.processes) || {}).reduce((n, p) => Math.max(n, p.samples.length), 0);
+  switch (kind) {
+    case 'transactions': return r.transactions ? null : 'skip';
+    case 'throughput':
+    case 'latency': return (r.timeline || []).length >= 2 ? null : 'the run was shorter than two seconds';
+    case 'distribution': return (r.distribution || []).length > 0 ? null : 'no latency was recorded';
+    case 'errors': return Object.keys(r.summary ? errorsOf(r.summary) : {}).length > 0 ? null : 'none: no error of any kind';
+    default: return samples >= 2 ? null : 'the run was shorter than two CPU/RSS samples';
+  }
+}
+
+function figure(r, i, kind, caption) {
+  const why = missing(r, kind);
+  if (why === 'skip') return '';
+  if (why !== null) return `<figure><figcaption>${esc(caption)}</figcaption><p class="empty" data-empty="${kind}">No chart: ${esc(why)}.</p></figure>`;
+  return `<figure><figcaption>${esc(caption)}</figcaption>
+      <div class="chart"><canvas data-chart="${kind}" data-suite="${i}"></canvas></div></figure>`;
 }
 
 /** Rows named expected:/unexpected: are coloured as such; an unexpected count above zero stands out. */
@@ -71,18 +104,7 @@ function htmlReport(results, { title = 'ged145 test run', meta = {} } = {}) {
   <table class="figures">${(r.rows || []).map(([k, v]) => `<tr class="${rowClass(k, v)}"><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('')}</table>
   <div class="grid">
     ${outcomesFigure(r, i)}
-    <figure><figcaption>Throughput over time (answers/s)</figcaption>
-      <div class="chart"><canvas data-chart="throughput" data-suite="${i}"></canvas></div></figure>
-    <figure><figcaption>Latency percentiles over time (ms)</figcaption>
-      <div class="chart"><canvas data-chart="latency" data-suite="${i}"></canvas></div></figure>
-    <figure><figcaption>Latency distribution (ms by percentile)</figcaption>
-      <div class="chart"><canvas data-chart="distribution" data-suite="${i}"></canvas></div></figure>
-    <figure><figcaption>Errors by kind</figcaption>
-      <div class="chart"><canvas data-chart="errors" data-suite="${i}"></canvas></div></figure>
-    <figure><figcaption>CPU % over time</figcaption>
-      <div class="chart"><canvas data-chart="cpu" data-suite="${i}"></canvas></div></figure>
-    <figure><figcaption>RSS over time (MiB)</figcaption>
-      <div class="chart"><canvas data-chart="rss" data-suite="${i}"></canvas></div></figure>
+    ${CHARTS.map(([kind, caption]) => figure(r, i, kind, caption)).join('\n    ')}
   </div>
 </section>`).join('\n');
   const metaRows = Object.entries(meta).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('');
@@ -95,7 +117,7 @@ table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 10px;text-align:le
 table.summary td,
 table.summary th{border:1px solid #ddd}tr.pass td:nth-child(2){color:#17803d;font-weight:600}tr.fail td:nth-child(2){color:#b42318;font-weight:600}
 table.figures th{font-weight:600;color:#555}tr.expected th{color:#2563eb}tr.unexpected th,tr.unexpected td{color:#b42318;font-weight:600}
-tr.unexpected-none th{color:#17803d}
+tr.unexpected-none th{color:#17803d}p.empty{color:#777;margin:24px 8px}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:16px}
 figure{margin:0;border:1px solid #eee;padding:8px}figure.wide{grid-column:1/-1}figcaption{font-weight:600;margin-bottom:4px}
 .chart{position:relative;height:240px}figure.wide .chart{height:300px}
@@ -145,6 +167,14 @@ ${sections}
       label: 'count', data: keys.map(function (k) { return s.errors[k] || 0; }),
       backgroundColor: keys.map(function (k) { return /^expected/.test(k) ? colors[0] : colors[1]; }),
     }] }, options: { indexAxis: 'y', scales: { x: { beginAtZero: true } } } }; },
+    transactions: function (s) {
+      var kinds = ['heartbeat', 'query'];
+      return { type: 'bar', data: { labels: s.transactions.filter(function (t) { return t.kind === 'query'; }).map(function (t) { return '#' + t.n; }),
+        datasets: kinds.map(function (k, i) { return {
+          label: k + 's', backgroundColor: colors[i], data: s.transactions.filter(function (t) { return t.kind === k; }).map(function (t) { return t.ms; }),
+        }; }) },
+        options: { scales: { y: { beginAtZero: true, title: { display: true, text: 'ms' } } } } };
+    },
     outcomes: function (s) {
       var o = s.outcomes;
       var palette = { ok: '#16a34a', stale: '#ea580c', fallback: '#9333ea', 'host error': '#dc2626' };

@@ -7,13 +7,21 @@ const { newHistogram } = require('../../simulator/stats');
 
 async function speed(ctx, { count = 10 } = {}) {
   const hb = newHistogram();
+  const transactions = []; // {n, kind, ms}: what the speed suite's own chart shows
   const res = await measured(ctx, {}, async (router) => {
     const conn = router.connections[0];
     const t0 = performance.now();
-    for (let i = 0; i < count; i++) hb.recordValue(Math.max(1, Math.round((await conn.ping()) * 1000)));
+    for (let i = 0; i < count; i++) {
+      const rtt = await conn.ping();
+      hb.recordValue(Math.max(1, Math.round(rtt * 1000)));
+      transactions.push({ n: i + 1, kind: 'heartbeat', ms: rtt });
+    }
     const heartbeatMs = performance.now() - t0;
     const q0 = performance.now();
+    const onReply = (msg, latencyMs) => transactions.push({ n: transactions.length - count + 1, kind: 'query', ms: latencyMs });
+    router.on('reply', onReply);
     await router.runClosedLoop({ window: 1, count });
+    router.off('reply', onReply);
     await router.drain(2000);
     return { heartbeatMs, queryMs: performance.now() - q0 };
   });
@@ -39,6 +47,7 @@ async function speed(ctx, { count = 10 } = {}) {
       ['errors', String(errors)],
     ],
     verdict: { pass: errors === 0 && s.ok === count, reasons: errors ? [`${errors} errors`] : [] },
+    transactions,
     ...res,
   };
 }

@@ -101,16 +101,26 @@ describe('test runner', function () {
             return false;
           }).length,
           kinds: [...new Set(canvases.map((c) => c.dataset.chart))].sort(),
+          figures: document.querySelectorAll('section figure').length,
+          empty: [...document.querySelectorAll('p.empty')].map((p) => p.dataset.empty),
+          speedCharts: [...document.querySelectorAll('section')][0].querySelectorAll('canvas[data-chart="transactions"]').length,
           summaryRows: document.querySelectorAll('table.summary tr').length - 1,
+          height: document.documentElement.scrollHeight,
         };
       });
       assert.deepEqual(problems, []);
-      assert.equal(check.canvases, 18);
-      assert.equal(check.rendered, 18);
-      assert.equal(check.withChart, 18);
-      assert.equal(check.painted, 18);
-      assert.deepEqual(check.kinds, ['cpu', 'distribution', 'errors', 'latency', 'rss', 'throughput']);
+      // Every figure is a painted chart or says why it has none; the speed suite charts its transactions.
+      assert.equal(check.figures, 3 * 6 + 1);
+      assert.equal(check.canvases + check.empty.length, check.figures);
+      assert.equal(check.rendered, check.canvases);
+      assert.equal(check.withChart, check.canvases);
+      assert.equal(check.painted, check.canvases);
+      assert.equal(check.speedCharts, 1);
+      assert.ok(check.kinds.includes('transactions') && check.kinds.includes('throughput'), check.kinds.join());
+      assert.ok(check.empty.every((k) => ['throughput', 'latency', 'errors', 'cpu', 'rss'].includes(k)), check.empty.join());
       assert.equal(check.summaryRows, 3);
+      await page.waitForTimeout(1500);
+      assert.equal(await page.evaluate(() => document.documentElement.scrollHeight), check.height, 'the page does not grow while open');
       await page.screenshot({ path: path.join(REPORTS, 'test-report.png'), fullPage: true });
       assert.ok(fs.statSync(path.join(REPORTS, 'test-report.png')).size > 10_000);
     } finally {
