@@ -9,6 +9,7 @@ const client = require('prom-client');
 const { text: { printable } } = require('../lib/protocol');
 
 const OTHER = '(other)';
+const SESSION_STATES = Object.freeze(['connected', 'open', 'closing']);
 const NONE = '(none)';
 const MAX_LABEL = 64;
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 1];
@@ -17,7 +18,8 @@ class Metrics {
   constructor({ prefix = 'ged145_', collectDefault = true } = {}) {
     this.registry = new client.Registry();
     const registers = [this.registry];
-    if (collectDefault) client.collectDefaultMetrics({ register: this.registry, prefix });
+    // Node's own metrics keep their standard names (process_*, nodejs_*), so stock dashboards work.
+    if (collectDefault) client.collectDefaultMetrics({ register: this.registry });
     this.queries = new client.Counter({
       name: `${prefix}queries_total`, help: 'Queries answered, by subtype and outcome', labelNames: ['subtype', 'outcome'], registers,
     });
@@ -26,7 +28,18 @@ class Metrics {
       registers,
     });
     this.inFlight = new client.Gauge({ name: `${prefix}queries_in_flight`, help: 'Queries waiting for the backend', registers });
-    this.sessions = new client.Gauge({ name: `${prefix}sessions`, help: 'Router connections, by state', labelNames: ['state'], registers });
+    const metrics = this;
+    this.sessionStates = () => ({}); // set by the gateway: {state: count} of its connections
+    this.sessions = new client.Gauge({
+      name: `${prefix}sessions`,
+      help: 'Router connections by session state, each counted once: connected (no session yet), open, closing (after CLOSE_REQ)',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const counts = metrics.sessionStates();
+        for (const state of SESSION_STATES) this.set({ state }, counts[state] || 0);
+      },
+    });
     this.heartbeats = new client.Counter({ name: `${prefix}heartbeats_total`, help: 'HEARTBEAT_REQs answered', registers });
     this.protocolErrors = new client.Counter({
       name: `${prefix}protocol_errors_total`, help: 'Bad frames from routers, by error code', labelNames: ['code'], registers,
@@ -63,8 +76,6 @@ class Metrics {
     this.maxOtherSubtypes = 50;
     this.others = 0; // labels given to subtypes that are not configured routes
     this.durations = new Map(); // outcome -> histogram child
-    this.sessions.set({ state: 'connected' }, 0);
-    this.sessions.set({ state: 'open' }, 0);
   }
 
   /** Which subtypes always get a label of their own, and how many others may. */

@@ -22,6 +22,11 @@ class Gateway {
     this.log = log || createLogger({ component: 'gateway', ...config.log });
     this.metrics = metrics || new Metrics();
     this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
+    this.metrics.sessionStates = () => {
+      const counts = {};
+      for (const s of this.sessions) counts[s.state] = (counts[s.state] || 0) + 1;
+      return counts;
+    };
     this.resolver = new QueryResolver(config, { log: this.log, metrics: this.metrics });
     this.sessions = new Set();
     this.openCount = 0;
@@ -78,7 +83,6 @@ class Gateway {
     }
     const session = new Session(socket, this);
     this.sessions.add(session);
-    this.metrics.sessions.inc({ state: 'connected' });
   }
 
   /** Called at OPEN_REQ: a refusal text, or null when the session may open. */
@@ -92,7 +96,6 @@ class Gateway {
       return `session limit (${this.config.limits.maxSessions}) reached`;
     }
     this.openCount++;
-    this.metrics.sessions.inc({ state: 'open' });
     return null;
   }
 
@@ -116,12 +119,10 @@ class Gateway {
 
   releaseSession() {
     this.openCount--;
-    this.metrics.sessions.dec({ state: 'open' });
   }
 
   onSessionClosed(session) {
     this.sessions.delete(session);
-    this.metrics.sessions.dec({ state: 'connected' });
     this.onSessionIdle();
     if (this.sessions.size === 0 && this.closedWaiters) for (const w of this.closedWaiters.splice(0)) w();
   }

@@ -169,9 +169,10 @@ ${sections}
     }] }, options: { indexAxis: 'y', scales: { x: { beginAtZero: true } } } }; },
     transactions: function (s) {
       var kinds = ['heartbeat', 'query'];
+      var plural = { heartbeat: 'heartbeats', query: 'queries' };
       return { type: 'bar', data: { labels: s.transactions.filter(function (t) { return t.kind === 'query'; }).map(function (t) { return '#' + t.n; }),
         datasets: kinds.map(function (k, i) { return {
-          label: k + 's', backgroundColor: colors[i], data: s.transactions.filter(function (t) { return t.kind === k; }).map(function (t) { return t.ms; }),
+          label: plural[k], backgroundColor: colors[i], data: s.transactions.filter(function (t) { return t.kind === k; }).map(function (t) { return t.ms; }),
         }; }) },
         options: { scales: { y: { beginAtZero: true, title: { display: true, text: 'ms' } } } } };
     },

@@ -21,8 +21,8 @@ async function speed(ctx, { count = 10 } = {}) {
     const onReply = (msg, latencyMs) => transactions.push({ n: transactions.length - count + 1, kind: 'query', ms: latencyMs });
     router.on('reply', onReply);
     await router.runClosedLoop({ window: 1, count });
-    router.off('reply', onReply);
     await router.drain(2000);
+    router.off('reply', onReply);
     return { heartbeatMs, queryMs: performance.now() - q0 };
   });
   const s = res.summary;

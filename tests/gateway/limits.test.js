@@ -121,6 +121,19 @@ describe('gateway limits and admin port', () => {
       assert.match(text, /ged145_sessions\{state="open"\} 1/);
       assert.match(text, /ged145_query_duration_seconds_bucket\{le="0.25",outcome="ok"\} 1/);
       assert.match(text, /ged145_queries_in_flight 0/);
+      // Node's own metrics under their standard names, as stock dashboards expect them.
+      assert.match(text, /^process_cpu_user_seconds_total /m);
+      assert.match(text, /^nodejs_eventloop_lag_seconds /m);
+      assert.ok(!/^ged145_process_|^ged145_nodejs_/m.test(text));
+      // Each connection is counted once, in the state it is in.
+      const idle = await WireClient.connect(stack.port); // connected, no session yet
+      c.send(serialize.closeReq(9));
+      await c.waitFor((m) => m.invokeId === 9);
+      const states = await stack.gateway.metrics.text();
+      assert.match(states, /ged145_sessions\{state="connected"\} 1/);
+      assert.match(states, /ged145_sessions\{state="open"\} 0/);
+      assert.match(states, /ged145_sessions\{state="closing"\} 1/);
+      idle.close();
     } finally {
       c.close();
       await stack.stop();
