@@ -112,6 +112,32 @@ describe('Wireshark dissector (tshark)', function () {
     assert.ok(rows.some(([, types]) => types && types.split('|').length > 1), 'a segment that carries several frames');
   });
 
+  it('decodes the same messages three ways: the port preference, Decode As (-d), and the heuristic on any port', () => {
+    const types = (opts) => tshark([...opts, '-r', pcap, '-Y', 'ged145', '-T', 'fields', '-e', 'ged145.type', '-E', 'occurrence=a', '-E', 'aggregator=,'])
+      .split(/[\n,]/).filter(Boolean).map(Number);
+    const byPref = types(['-o', `ged145.port:${port}`]);
+    assert.ok(port !== 5000 && byPref.length > 50, `${byPref.length} messages`);
+    const byDecodeAs = types(['-d', `tcp.port==${port},ged145`]);
+    const byHeuristic = types([]); // the default port preference (5000) is not this capture's port
+    assert.deepEqual(byDecodeAs, byPref);
+    assert.deepEqual(byHeuristic, byPref);
+    const protocols = tshark(['-r', pcap, '-T', 'fields', '-e', '_ws.col.Protocol']).split('\n').filter(Boolean);
+    assert.ok(!protocols.includes('SMPP'), 'not mistaken for SMPP');
+  });
+
+  it('the heuristic leaves other TCP traffic alone', () => {
+    const http = path.join(tmpDir(), 'http.pcap');
+    const { PcapWriter } = require('../../simulator/pcap');
+    const w = new PcapWriter(http);
+    const flow = w.flow({ clientAddress: '127.0.0.1', clientPort: 40000, serverAddress: '127.0.0.1', serverPort: 8080 });
+    flow.out(Buffer.from('GET /health HTTP/1.1\r\nHost: x\r\n\r\n'));
+    flow.in(Buffer.from('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'));
+    flow.close();
+    w.close();
+    const protocols = tshark(['-r', http, '-T', 'fields', '-e', '_ws.col.Protocol']).split('\n').filter(Boolean);
+    assert.ok(!protocols.includes('GED145'), protocols.join());
+  });
+
   it('registers display-filter fields under ged145.', () => {
     const fields = execFileSync(
       'tshark', ['-G', 'fields', '-X', `lua_script:${LUA}`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 256 * 1024 * 1024 }

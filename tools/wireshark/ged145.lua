@@ -1,9 +1,12 @@
 -- GED-145 (Cisco ICM application gateway) dissector for Wireshark and tshark.
 --
---   tshark -X lua_script:tools/wireshark/ged145.lua -r capture.pcap
+--   tshark -X lua_script:tools/wireshark/ged145.lua -r capture.pcap                 (any port: heuristic)
+--   tshark -X lua_script:tools/wireshark/ged145.lua -d tcp.port==5003,ged145 -r capture.pcap
+--   tshark -X lua_script:tools/wireshark/ged145.lua -o ged145.port:5003 -r capture.pcap
 --   Wireshark: copy to your personal plugins folder (Help > About > Folders), or start it with
---   -X lua_script:ged145.lua. Default port 5000 (Edit > Preferences > Protocols > GED145), or
---   Decode As... > TCP port > GED145.
+--   -X lua_script:ged145.lua. Three ways to pick the traffic: the port preference (5000; Edit >
+--   Preferences > Protocols > GED145), Decode As... > TCP port > GED145, or on any port the
+--   heuristic (a known type, a sane length and fixed part: see looks_like_ged145 below).
 --
 -- Numbers follow docs/protocol.md of the ged145 project: 8-byte header (UINT32 body length, UINT32
 -- type), big-endian, tags as UCHAR tag, UCHAR length, data. Types 5/6 = CLOSE, 7/8 = HEARTBEAT.
@@ -245,6 +248,7 @@ function ged145.dissector(tvb, pinfo, tree)
   return tvb:len()
 end
 
+-- The preferred port (Preferences > Protocols > GED145 > TCP port, or -o ged145.port:N).
 local current_port = 0
 function ged145.init()
   local tcp = DissectorTable.get("tcp.port")
@@ -252,3 +256,40 @@ function ged145.init()
   current_port = ged145.prefs.port
   tcp:add(current_port, ged145)
 end
+
+-- Decode As... > TCP port > GED145, and tshark -d tcp.port==N,ged145: offered at load time.
+DissectorTable.get("tcp.port"):add_for_decode_as(ged145)
+
+-- On any other port: a TCP payload that starts like a GED-145 message is taken as one, and the
+-- whole conversation with it. The test: a known message type, a MessageLength within the limit
+-- and at least the fixed part of that type, and nothing in the fixed part that no real message
+-- has (a Status beyond the table, a Flags byte beyond its bits, Encryption other than 0 or 1).
+local function looks_like_ged145(tvb)
+  if tvb:len() < 8 then return false end
+  local len = tvb(0, 4):uint()
+  local type_id = tvb(4, 4):uint()
+  local layout = LAYOUTS[type_id]
+  if not layout or len > ged145.prefs.max_length then return false end
+  local need = 0
+  for _, fld in ipairs(layout) do need = need + fld[2] end
+  if len < need then return false end
+  if (not layout.tags) and len > need + 4 then return false end -- a fixed-only message (CLOSE_REQ may carry a Status word)
+  local offset = 8
+  for _, fld in ipairs(layout) do
+    if offset + fld[2] > tvb:len() then break end
+    local v = tvb(offset, fld[2]):uint()
+    if fld[1] == f.status and STATUS[v] == nil then return false end
+    if fld[1] == f.encryption and v > 1 then return false end
+    if fld[1] == f.flags and v > 3 then return false end
+    offset = offset + fld[2]
+  end
+  return true
+end
+
+local function heuristic(tvb, pinfo, tree)
+  if not looks_like_ged145(tvb) then return false end
+  pinfo.conversation = ged145
+  ged145.dissector(tvb, pinfo, tree)
+  return true
+end
+ged145:register_heuristic("tcp", heuristic)
