@@ -14,6 +14,7 @@ const COMMANDS = {
   'rest-sim': '../rest-sim/cli',
   router: '../simulator/cli',
   run: '../runner/cli',
+  decode: '../tools/decode/cli',
 };
 
 function mainUsage() {
@@ -87,5 +88,11 @@ async function main(argv) {
     process.exit(1);
   }
 }
+
+// `ged145 decode ... | head`: a reader that goes away is no error of ours.
+process.stdout.on('error', (err) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
 
 main(process.argv.slice(2));
