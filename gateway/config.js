@@ -6,7 +6,9 @@
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
-const { DEFAULT_MAX_MESSAGE_LENGTH, des } = require('../lib/protocol');
+const {
+  DEFAULT_MAX_MESSAGE_LENGTH, des, MESSAGE_TYPES, STATUS, profile: { resolveProfile },
+} = require('../lib/protocol');
 const { OperatorError } = require('../lib/errors');
 const { compileRoute } = require('./routes');
 const { compileAllowlist } = require('./allowlist');
@@ -19,7 +21,13 @@ const { ENGINE_NAMES } = require('./engines');
 const DEFAULTS = Object.freeze({
   host: '0.0.0.0',
   port: 5000,
-  versions: [2],
+  // The protocol compatibility profile (docs/protocol.md): versions accepted in OPEN_REQ, and the
+  // message type numbers and status codes on the wire, our values by default.
+  protocol: {
+    versions: [2],
+    messageTypes: { ...MESSAGE_TYPES },
+    status: { ...STATUS },
+  },
   deadlineMs: 250,
   routerRequestTimeoutMs: 300, // the router's RequestTimeout: deadlineMs must stay below it
   duplicates: 'forward', // or 'answer-empty': QUERY_RESP with no tags, backend not called
@@ -138,10 +146,13 @@ function validate(c) {
   check(typeof c.host === 'string' && c.host.length > 0, 'host', 'must be an address');
   check(!/^[\d.]+$/.test(c.host) || net.isIPv4(c.host), 'host', `'${c.host}' is not a valid IPv4 address`);
   check(intIn(c.port, 0, 65535), 'port', 'must be a port number 0..65535');
-  check(
-    Array.isArray(c.versions) && c.versions.length > 0 && c.versions.every((v) => intIn(v, 0, 0xffffffff)), 'versions',
-    'must be a non-empty list of version numbers'
-  );
+  check(Array.isArray(c.protocol.versions) && c.protocol.versions.length > 0 && c.protocol.versions.every((v) => intIn(v, 0, 0xffffffff)),
+    'protocol.versions', 'must be a non-empty list of version numbers');
+  try {
+    resolveProfile(c.protocol);
+  } catch (err) {
+    throw new OperatorError(`config: ${err.message}`);
+  }
   check(intIn(c.deadlineMs, 1, 60_000), 'deadlineMs', 'must be an integer of milliseconds from 1 to 60000');
   check(intIn(c.routerRequestTimeoutMs, 1, 600_000), 'routerRequestTimeoutMs', 'must be an integer of milliseconds from 1 to 600000');
   check(c.deadlineMs < c.routerRequestTimeoutMs, 'deadlineMs',

@@ -8,7 +8,7 @@ const net = require('node:net');
 const tls = require('node:tls');
 const { OperatorError } = require('../lib/errors');
 const { createLogger } = require('../lib/logger');
-const { serialize, STATUS } = require('../lib/protocol');
+const { serialize, STATUS, profile: { setProfile } } = require('../lib/protocol');
 const { Session } = require('./session');
 const { QueryResolver } = require('./resolver');
 const { Metrics } = require('./metrics');
@@ -19,6 +19,7 @@ const SESSION_REFUSAL_LOG_MS = 60_000;
 class Gateway {
   constructor(config, { log, metrics } = {}) {
     this.config = config;
+    setProfile(config.protocol); // the wire numbering, for this process's codec
     this.log = log || createLogger({ component: 'gateway', ...config.log });
     this.metrics = metrics || new Metrics();
     this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
@@ -178,11 +179,17 @@ class Gateway {
    * fallback, cache, breaker and the deadline apply to queries read from now on (those in flight
    * finish under the settings they started with); log level, allowlist and the session and
    * connection caps at once; per-connection limits to connections accepted from now on. Settings
-   * that need a restart (listener, TLS, workers, admin port) are named in the log when they differ.
+   * that need a restart (listener, TLS, workers, admin port, the protocol profile) are named in the
+   * log when they differ, and the running values stay.
    */
-  reload(config) {
+  reload(next) {
     const old = this.config;
-    const needRestart = RESTART_KEYS.filter((k) => JSON.stringify(pick(old, k)) !== JSON.stringify(pick(config, k)));
+    const needRestart = RESTART_KEYS.filter((k) => JSON.stringify(pick(old, k)) !== JSON.stringify(pick(next, k)));
+    // The wire numbering stays as the sessions opened with it until a restart.
+    let config = next;
+    if (needRestart.includes('protocol')) {
+      config = Object.defineProperties({ ...next, protocol: old.protocol }, Object.getOwnPropertyDescriptors(nonEnumerable(next)));
+    }
     const oldResolver = this.resolver;
     const sameCache = JSON.stringify(old.availability.cache) === JSON.stringify(config.availability.cache);
     this.resolver = new QueryResolver(config, { log: this.log, metrics: this.metrics, cache: sameCache ? oldResolver.cache : undefined });
@@ -206,7 +213,16 @@ class Gateway {
 }
 
 /** Settings a running gateway cannot change: its listener, TLS, processes and admin port. */
-const RESTART_KEYS = ['host', 'port', 'tls', 'workers', 'admin'];
+const RESTART_KEYS = ['host', 'port', 'tls', 'workers', 'admin', 'protocol'];
+
+/** The non-enumerable parts of a compiled config (availability, allowlistFilter, desKey). */
+function nonEnumerable(config) {
+  const out = {};
+  for (const k of Object.getOwnPropertyNames(config)) {
+    if (!Object.prototype.propertyIsEnumerable.call(config, k)) Object.defineProperty(out, k, Object.getOwnPropertyDescriptor(config, k));
+  }
+  return out;
+}
 const pick = (config, key) => config[key];
 
 /**

@@ -11,7 +11,7 @@
 // asked without a key, a bad key, DES required, no session slot), each with its own status and log.
 //
 // What a Session needs from its gateway (server.js, or a test double):
-//   config            the validated config (limits, deadlineMs, versions, duplicates, des, log)
+//   config            the validated config (limits, deadlineMs, protocol.versions, duplicates, des, log)
 //   log, metrics      a winston logger and a Metrics
 //   resolver          .resolve(query, signal, pending) -> Promise<outcome> (resolver.js), never
 //                     rejects in practice; .atDeadline(pending) -> a stale or fallback outcome, or null.
@@ -119,10 +119,10 @@ class Session {
       return;
     }
     const { config } = this.gateway;
-    if (!config.versions.includes(msg.version)) {
+    if (!config.protocol.versions.includes(msg.version)) {
       const n = this.throttle.hit('version');
       if (n) this.log.warn(
-        'OPEN_REQ refused: version not supported', { session: this.id, peer: this.peer, version: msg.version, supported: config.versions, count: n }
+        'OPEN_REQ refused: version not supported', { session: this.id, peer: this.peer, version: msg.version, supported: config.protocol.versions, count: n }
       );
       this.failure(msg.invokeId, STATUS.E_AG_INVALID_VERSION, `version ${msg.version} is not supported`);
       return;

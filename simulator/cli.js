@@ -1,5 +1,6 @@
 'use strict';
 
+const { applyProtocolFile } = require('../lib/protocol-file');
 const { messageLine } = require('../lib/message-line');
 const { Router } = require('./router');
 const { ROUTER_DEFAULTS, MODES } = require('./settings');
@@ -41,6 +42,8 @@ const usage = `usage: ged145 router [options]
   --json                 print the summary as JSON
   --quiet                no live progress line
   --show                 print each reply, decoded, one line (latency, type, InvokeID, status, tags)
+  --protocol FILE        the protocol profile (message type numbers, status codes, versions): a
+                         gateway config file, or its "protocol" section alone
 `;
 
 const options = {
@@ -74,11 +77,13 @@ const options = {
   json: { type: 'boolean' },
   quiet: { type: 'boolean' },
   show: { type: 'boolean' },
+  protocol: { type: 'string' },
 };
 
 const num = (values, key, { int = true, min = 0, max = Infinity } = {}) => numberFlag(values, key, { int, min, max });
 
 async function main(values) {
+  const profileVersions = values.protocol ? applyProtocolFile(values.protocol) : undefined;
   const sides = values.sides.split(',').map((s) => s.trim().toUpperCase());
   if (sides.some((s) => !['A', 'B'].includes(s)) || new Set(sides).size !== sides.length) throw new UsageError('--sides takes A, B or A,B');
   if (values.rate !== undefined && values.window !== undefined) throw new UsageError('give --rate or --window, not both');
@@ -141,7 +146,7 @@ async function main(values) {
         requestTimeoutMs: num(values, 'request-timeout', { min: 1 }),
         heartbeatIntervalMs: num(values, 'heartbeat-interval', { min: 1 }),
         sessionRetryMs: num(values, 'session-retry'),
-        versions: values.version ? values.version.split(',').map(Number) : undefined,
+        versions: values.version ? values.version.split(',').map(Number) : profileVersions,
         connectInfo: values['connect-info'],
       },
     });

@@ -14,6 +14,7 @@ const messages = require('./messages');
 const des = require('./des');
 const text = require('./text');
 const { DIRECTION } = require('./direction');
+const profile = require('./profile');
 
 module.exports = {
   ...constants,
@@ -32,4 +33,5 @@ module.exports = {
   messages,
   des,
   text,
+  profile,
 };

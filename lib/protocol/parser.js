@@ -11,6 +11,7 @@ const {
 const { ProtocolError, ERROR_CODES } = require('./errors');
 const { setOwn } = require('../objects');
 const { DIRECTION, DIRECTIONS } = require('./direction');
+const { typeFromWire, statusFromWire } = require('./profile');
 const {
   FailureConf, FailureEvent, OpenReq, InvokeOnly, QueryReq, QueryResp, ParamReq,
 } = require('./messages');
@@ -204,8 +205,8 @@ function readCallTags(msg, body, tags, typeId, cipher) {
 
 function build(typeId, f, body, cipher) {
   switch (typeId) {
-    case T.FAILURE_CONF: return new FailureConf(f.invokeId, f.status, errorText(body, f.tags, cipher));
-    case T.FAILURE_EVENT: return new FailureEvent(f.status, errorText(body, f.tags));
+    case T.FAILURE_CONF: return new FailureConf(f.invokeId, statusFromWire(f.status), errorText(body, f.tags, cipher));
+    case T.FAILURE_EVENT: return new FailureEvent(statusFromWire(f.status), errorText(body, f.tags));
     case T.OPEN_REQ: {
       let config;
       let sessionKey;
@@ -223,7 +224,7 @@ function build(typeId, f, body, cipher) {
       return msg;
     }
     case T.QUERY_RESP: {
-      const msg = new QueryResp(f.invokeId, f.status);
+      const msg = new QueryResp(f.invokeId, statusFromWire(f.status));
       readCallTags(msg, body, f.tags, typeId, cipher);
       return msg;
     }
@@ -240,14 +241,15 @@ function build(typeId, f, body, cipher) {
  * encryption). Throws a ProtocolError (a reject) for any frame whose body is wrong; the framing
  * itself is intact, so the stream carries on.
  */
-function decode(typeId, body, direction = DIRECTION.ROUTER_TO_HOST, cipher = undefined) {
+function decode(wireTypeId, body, direction = DIRECTION.ROUTER_TO_HOST, cipher = undefined) {
+  const typeId = typeFromWire(wireTypeId); // the profile's numbering on the wire (profile.js)
   if (!DIRECTIONS.includes(direction)) throw new TypeError(`direction must be ${DIRECTIONS.join(' or ')}`);
   const fromRouter = direction === DIRECTION.ROUTER_TO_HOST;
   const legal = fromRouter ? ROUTER_TO_HOST : HOST_TO_ROUTER;
   if (!legal.has(typeId)) {
     const invokeId = body.length >= 4 ? body.readUInt32BE(0) : undefined;
     if (LAYOUTS[typeId] === undefined) {
-      throw reject(ERROR_CODES.UNKNOWN_TYPE, `unknown MessageType ${typeId}`, typeId, invokeId);
+      throw reject(ERROR_CODES.UNKNOWN_TYPE, `unknown MessageType ${wireTypeId}`, wireTypeId, invokeId);
     }
     throw reject(ERROR_CODES.WRONG_DIRECTION, `${MESSAGE_NAMES[typeId]} is never sent by the ${fromRouter ? 'router' : 'host'}`, typeId, invokeId);
   }
@@ -269,8 +271,8 @@ function decodeFrame(buf, { direction = DIRECTION.ROUTER_TO_HOST, cipher } = {})
 }
 
 /** Bytes of the fixed part of a message type (before its tags), or undefined for an unknown type. */
-function fixedLength(typeId) {
-  const l = LAYOUTS[typeId];
+function fixedLength(wireTypeId) {
+  const l = LAYOUTS[typeFromWire(wireTypeId)];
   return l === undefined ? undefined : l.fixedSize;
 }
 

@@ -11,6 +11,8 @@ const { EncodeError, ENCODE_ERROR_CODES: E } = require('./errors');
 const { NOT_WIRE_TEXT: NOT_TEXT } = require('./text');
 const { MAX_ENCRYPTED_FIELD: ENCRYPTED_TAG_DATA } = require('./des'); // 248: a padded field still fits one length byte
 
+const { typeToWire, statusToWire } = require('./profile');
+
 const NO_OPTIONS = Object.freeze({});
 
 function uint32(value, field) {
@@ -157,7 +159,7 @@ function frame(typeId, words, flags, tags) {
   const bodyLength = fixed + (tags ? tags.size : 0);
   const buf = Buffer.allocUnsafe(HEADER_LENGTH + bodyLength);
   buf.writeUInt32BE(bodyLength, 0);
-  buf.writeUInt32BE(typeId, 4);
+  buf.writeUInt32BE(typeToWire(typeId), 4); // the profile's numbering on the wire (profile.js)
   let offset = HEADER_LENGTH;
   for (let i = 0; i < words.length; i++, offset += 4) buf.writeUInt32BE(words[i], offset);
   if (flags !== undefined) buf[offset++] = flags;
@@ -168,7 +170,7 @@ function frame(typeId, words, flags, tags) {
 function status(value) {
   const s = typeof value === 'string' ? STATUS[value] : value;
   if (s === undefined) throw new EncodeError(E.BAD_STATUS, `unknown status ${value}`);
-  return uint32(s, 'status');
+  return uint32(statusToWire(s), 'status');
 }
 
 function errorTags(error, options) {

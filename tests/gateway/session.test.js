@@ -16,7 +16,7 @@ describe('gateway sessions', () => {
   let client;
   before(async () => {
     // A generous deadline: this suite checks the protocol, not the backend's speed under a burst.
-    stack = await startStack({ gateway: { versions: [2, 3], deadlineMs: 3000 } });
+    stack = await startStack({ gateway: { 'protocol.versions': [2, 3], deadlineMs: 3000 } });
   });
   after(() => stack.stop());
   beforeEach(async () => {

@@ -6,12 +6,13 @@
 
 const fs = require('node:fs');
 const {
-  Framer, decode, des, DIRECTION, ERROR_CODES, DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES: T,
+  Framer, decode, des, DIRECTION, ERROR_CODES, DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES: T, profile: { typeToWire },
 } = require('../../lib/protocol');
 const { messageLine } = require('../../lib/message-line');
 const { UsageError } = require('../../lib/errors');
 const { numberFlag } = require('../../lib/cli-flags');
 const { captureKind, segments } = require('./capture');
+const { applyProtocolFile } = require('../../lib/protocol-file');
 
 const summary = 'decode GED-145 bytes: hex, a raw byte file, or a pcap/pcapng capture';
 const usage = `usage: ged145 decode [HEX...] [options]
@@ -26,6 +27,7 @@ const usage = `usage: ged145 decode [HEX...] [options]
                          encrypted sessions in a capture are decrypted from their OPEN_REQ on
   --max-length N         the MessageLength limit (default ${DEFAULT_MAX_MESSAGE_LENGTH})
   --json                 a JSON array instead of lines
+  --protocol FILE        the protocol profile: a gateway config file, or its "protocol" section
 `;
 
 const options = {
@@ -35,6 +37,7 @@ const options = {
   'des-key': { type: 'string' },
   'max-length': { type: 'string' },
   json: { type: 'boolean' },
+  protocol: { type: 'string' },
 };
 
 const ARROWS = { [DIRECTION.ROUTER_TO_HOST]: 'router->host', [DIRECTION.HOST_TO_ROUTER]: 'host->router' };
@@ -187,7 +190,7 @@ function inOrder(segs) {
 /** Without a SYN: the host is the side an OPEN_REQ goes to, else the side that receives first. */
 function guessHost(segs, maxLength) {
   for (const s of segs) {
-    if (s.data.length >= 8 && s.data.readUInt32BE(4) === T.OPEN_REQ && s.data.readUInt32BE(0) <= maxLength) return s.to;
+    if (s.data.length >= 8 && s.data.readUInt32BE(4) === typeToWire(T.OPEN_REQ) && s.data.readUInt32BE(0) <= maxLength) return s.to;
   }
   return segs[0].to;
 }
@@ -216,6 +219,7 @@ async function readStdin() {
 }
 
 async function main(values, positionals) {
+  if (values.protocol) applyProtocolFile(values.protocol);
   const maxLength = numberFlag(values, 'max-length', { int: true, min: 8 }) || DEFAULT_MAX_MESSAGE_LENGTH;
   const port = numberFlag(values, 'port', { int: true, min: 1, max: 65535 });
   if (values.direction !== undefined && !Object.hasOwn(ARROWS, values.direction)) throw new UsageError('--direction takes router-to-host or host-to-router');

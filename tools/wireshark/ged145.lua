@@ -80,6 +80,19 @@ ef.bad_ecc = ProtoExpert.new("ged145.bad_ecc", "ECC tag without its NUL-terminat
 ged145.prefs.port = Pref.uint("TCP port", 5000, "TCP port of the GED-145 host")
 ged145.prefs.max_length = Pref.uint("Maximum MessageLength", 8192, "Longer messages are flagged as malformed")
 
+-- The protocol compatibility profile, as the gateway's `protocol` config section has it: the
+-- number on the wire of each message type and status code (ours by default). A router that
+-- numbers them otherwise is read right by setting these, e.g. -o ged145.type_heartbeat_req:5.
+local CANON_TYPES, CANON_STATUS = {}, {}
+for n, name in pairs(MESSAGE_TYPES) do
+  CANON_TYPES[n] = name
+  ged145.prefs["type_" .. string.lower(name)] = Pref.uint("MessageType " .. name, n, "Wire number of " .. name)
+end
+for n, name in pairs(STATUS) do
+  CANON_STATUS[n] = name
+  ged145.prefs["status_" .. string.lower(name)] = Pref.uint("Status " .. name, n, "Wire number of " .. name)
+end
+
 -- name, fixed fields (each: field, size), whether tags follow
 local LAYOUTS = {
   [1] = { { f.invoke_id, 4 }, { f.status, 4 }, tags = true },
@@ -95,6 +108,26 @@ local LAYOUTS = {
   [11] = { { f.invoke_id, 4 }, { f.param_id, 4 }, { f.param_value, 4 } },
   [12] = { { f.invoke_id, 4 } },
 }
+
+-- Tables keyed by wire number, rebuilt from the preferences (tables are refilled in place).
+local CANON_LAYOUTS = {}
+for n, layout in pairs(LAYOUTS) do CANON_LAYOUTS[n] = layout end
+local function refill(t, src)
+  for k in pairs(t) do t[k] = nil end
+  for k, v in pairs(src) do t[k] = v end
+end
+local function apply_profile()
+  local types, layouts, status = {}, {}, {}
+  for n, name in pairs(CANON_TYPES) do
+    local wire = ged145.prefs["type_" .. string.lower(name)]
+    types[wire] = name
+    layouts[wire] = CANON_LAYOUTS[n]
+  end
+  for _, name in pairs(CANON_STATUS) do status[ged145.prefs["status_" .. string.lower(name)]] = name end
+  refill(MESSAGE_TYPES, types)
+  refill(LAYOUTS, layouts)
+  refill(STATUS, status)
+end
 
 local SCALAR_TAGS = { [1] = f.error, [2] = f.config, [3] = f.subtype, [4] = f.ced, [5] = f.clid,
   [6] = f.cdpd, [7] = f.routing_client, [8] = f.dn }
@@ -217,7 +250,7 @@ local function dissect_message(tvb, pinfo, tree)
   for _, fld in ipairs(layout) do need = need + fld[2] end
   if len < need then
     root:add_proto_expert_info(ef.truncated)
-    if len >= 4 and type_id ~= 2 then root:add(f.invoke_id, tvb(8, 4)) end
+    if len >= 4 and MESSAGE_TYPES[type_id] ~= "FAILURE_EVENT" then root:add(f.invoke_id, tvb(8, 4)) end
     pinfo.cols.info:append(name .. " [truncated] ")
     return len + 8
   end
@@ -250,7 +283,11 @@ end
 
 -- The preferred port (Preferences > Protocols > GED145 > TCP port, or -o ged145.port:N).
 local current_port = 0
+function ged145.prefs_changed()
+  apply_profile()
+end
 function ged145.init()
+  apply_profile()
   local tcp = DissectorTable.get("tcp.port")
   if current_port ~= 0 then tcp:remove(current_port, ged145) end
   current_port = ged145.prefs.port
