@@ -1,6 +1,6 @@
 'use strict';
 
-/* global document, window -- page.evaluate callbacks run in the browser */
+/* global document, window, getComputedStyle -- page.evaluate callbacks run in the browser */
 
 // The suites end to end against a real gateway and REST simulator (child processes), the
 // process monitor with both sources, and the reports.
@@ -106,6 +106,10 @@ describe('test runner', function () {
           speedCharts: [...document.querySelectorAll('section')][0].querySelectorAll('canvas[data-chart="transactions"]').length,
           summaryRows: document.querySelectorAll('table.summary tr').length - 1,
           height: document.documentElement.scrollHeight,
+          expectedRows: document.querySelectorAll('tr.expected').length,
+          unexpectedRows: document.querySelectorAll('tr.unexpected').length,
+          calmRows: document.querySelectorAll('tr.unexpected-none').length,
+          expectedColour: getComputedStyle(document.querySelector('tr.expected th')).color,
         };
       });
       assert.deepEqual(problems, []);
@@ -119,6 +123,9 @@ describe('test runner', function () {
       assert.ok(check.kinds.includes('transactions') && check.kinds.includes('throughput'), check.kinds.join());
       assert.ok(check.empty.every((k) => ['throughput', 'latency', 'errors', 'cpu', 'rss'].includes(k)), check.empty.join());
       assert.equal(check.summaryRows, 3);
+      // The error suite passed: its expected outcomes in blue, its unexpected ones all zero (green).
+      assert.deepEqual([check.expectedRows, check.unexpectedRows, check.calmRows], [3, 0, 3]);
+      assert.equal(check.expectedColour, 'rgb(37, 99, 235)');
       await page.waitForTimeout(1500);
       assert.equal(await page.evaluate(() => document.documentElement.scrollHeight), check.height, 'the page does not grow while open');
       await page.screenshot({ path: path.join(REPORTS, 'test-report.png'), fullPage: true });
