@@ -1,6 +1,7 @@
 'use strict';
 
 const { UsageError } = require('./errors');
+const { des } = require('./protocol');
 
 /**
  * A numeric flag from parseArgs' string values: undefined when not given, else a number within
@@ -19,4 +20,15 @@ function numberFlag(values, key, { int = false, min = -Infinity, max = Infinity,
   return n;
 }
 
-module.exports = { numberFlag };
+/** --des-key KEY (or GED145_DES_KEY) -> the 8-byte private key, null when neither is given. */
+function desKeyFlag(values, env = process.env) {
+  const text = values['des-key'] || env.GED145_DES_KEY;
+  if (!text) return null;
+  try {
+    return des.parseKey(text);
+  } catch (err) {
+    throw new UsageError(`--des-key: ${err.message}`);
+  }
+}
+
+module.exports = { numberFlag, desKeyFlag };

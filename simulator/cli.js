@@ -7,9 +7,8 @@ const { ROUTER_DEFAULTS, MODES } = require('./settings');
 const { loadScenario } = require('./workload');
 const { formatSummary } = require('./format');
 const fs = require('node:fs');
-const { des } = require('../lib/protocol');
 const { UsageError, OperatorError } = require('../lib/errors');
-const { numberFlag } = require('../lib/cli-flags');
+const { numberFlag, desKeyFlag } = require('../lib/cli-flags');
 
 const summary = 'ICM router simulator: real router timing, pipelined load, fault injection';
 const usage = `usage: ged145 router [options]
@@ -99,15 +98,7 @@ async function main(values) {
       throw new UsageError(`--scenario ${values.scenario}: ${err.message}`);
     }
   }
-  let desKey = null;
-  const keyText = values['des-key'] || process.env.GED145_DES_KEY;
-  if (keyText) {
-    try {
-      desKey = des.parseKey(keyText);
-    } catch (err) {
-      throw new UsageError(`--des-key: ${err.message}`);
-    }
-  }
+  const desKey = desKeyFlag(values);
   let tlsOptions = null;
   if (values.tls || values['tls-ca'] || values['tls-cert']) {
     const read = (f) => {

@@ -10,7 +10,7 @@ const {
 } = require('../../lib/protocol');
 const { messageLine } = require('../../lib/message-line');
 const { UsageError } = require('../../lib/errors');
-const { numberFlag } = require('../../lib/cli-flags');
+const { numberFlag, desKeyFlag } = require('../../lib/cli-flags');
 const { captureKind, segments } = require('./capture');
 const { applyProtocolFile } = require('../../lib/protocol-file');
 
@@ -223,15 +223,7 @@ async function main(values, positionals) {
   const maxLength = numberFlag(values, 'max-length', { int: true, min: 8 }) || DEFAULT_MAX_MESSAGE_LENGTH;
   const port = numberFlag(values, 'port', { int: true, min: 1, max: 65535 });
   if (values.direction !== undefined && !Object.hasOwn(ARROWS, values.direction)) throw new UsageError('--direction takes router-to-host or host-to-router');
-  let desKey = null;
-  const keyText = values['des-key'] || process.env.GED145_DES_KEY;
-  if (keyText) {
-    try {
-      desKey = des.parseKey(keyText);
-    } catch (err) {
-      throw new UsageError(`--des-key: ${err.message}`);
-    }
-  }
+  const desKey = desKeyFlag(values);
   let buf;
   if (positionals.length > 0) {
     buf = parseHex(positionals.join(''));
