@@ -14,6 +14,7 @@ const BENCHES = [
   ['workers', 'workers.js', '--workers 1 vs 2'],
   ['cold-start', 'cold-start.js', 'the first seconds after a start, with and without the warm-up'],
   ['availability', 'availability.js', 'queries with the breaker and retry on vs off, and from the cache'],
+  ['growth', 'growth.js', 'p50/p99 and CPU per query as sessions, ECC entries and workers grow'],
 ];
 
 const only = process.argv.slice(2);

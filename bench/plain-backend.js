@@ -5,7 +5,10 @@
 
 const http = require('node:http');
 
-const ANSWER = JSON.stringify({ vars: { 1: 'A100042', 2: 'gold' }, ecc: { 'user.tier': '1' } });
+// BENCH_ECC_ENTRIES=N: the answer carries N ECC entries of 20 characters (how answers grow).
+const ECC = Number(process.env.BENCH_ECC_ENTRIES || 0);
+const ecc = ECC > 0 ? Object.fromEntries(Array.from({ length: ECC }, (_, i) => [`user.e${i}`, 'v'.repeat(20)])) : { 'user.tier': '1' };
+const ANSWER = JSON.stringify({ vars: { 1: 'A100042', 2: 'gold' }, ecc });
 const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
   req.on('data', () => {});
   req.on('end', () => {
