@@ -15,6 +15,7 @@ const { text: { printable } } = require('../lib/protocol');
 const { BackendHealth } = require('./backend-health');
 const { Breakers } = require('./breakers');
 const { LogThrottle } = require('./log-throttle');
+const { messageOf } = require('../lib/errors');
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
@@ -147,7 +148,7 @@ class Backend {
       // The handler's own words stay in the host's log; the router gets E_AG_HOST_ERROR1.
       const n = this.throttle.hit('module-error');
       if (n && this.log) this.log.error(
-        `handler module failed: ${errorText(err)}`, { module: route.file, subtype: logText(q.subtype), invokeId: q.invokeId, count: n }
+        `handler module failed: ${messageOf(err)}`, { module: route.file, subtype: logText(q.subtype), invokeId: q.invokeId, count: n }
       );
       return hostError('module-error', 'handler module failed');
     }
@@ -213,14 +214,6 @@ function appErrorText(text, errorPath, status) {
   return text && text.length > 0 && text.length < 256 ? text : `backend HTTP ${status}`;
 }
 
-/** An error's message, whatever was thrown (a throwing getter, a Proxy, a string). */
-function errorText(err) {
-  try {
-    return err instanceof Error ? String(err.message) : String(err);
-  } catch {
-    return 'an error that cannot be printed';
-  }
-}
 
 /** Router-supplied text for a log field: printable, bounded. */
 const logText = (text) => (text === undefined ? undefined : printable(text, 64));
@@ -231,4 +224,4 @@ function lowerKeys(obj) {
   return out;
 }
 
-module.exports = { Backend, errorText };
+module.exports = { Backend };

@@ -27,6 +27,7 @@ const {
 } = require('../lib/protocol');
 const { RouterLink } = require('./router-link');
 const { DEADLINE } = require('./engines/errors');
+const { messageOf } = require('../lib/errors');
 const { InFlight } = require('./inflight');
 const { ReplyWriter } = require('./reply');
 const { describeQuery } = require('./redact');
@@ -282,7 +283,7 @@ class Session {
       const n = this.throttle.hit('answer-error');
       if (n) this.log.error(
         'could not turn the backend answer into a reply',
-        { session: this.id, invokeId: p.query.invokeId, subtype: p.query.subtype, error: errorText(err), count: n }
+        { session: this.id, invokeId: p.query.invokeId, subtype: p.query.subtype, error: messageOf(err), count: n }
       );
       label = 'host_error';
       reply = this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded');
@@ -298,7 +299,7 @@ class Session {
       default: {
         if (outcome.err) {
           const n = this.throttle.hit('internal');
-          if (n) this.log.error('internal error while answering a query', { session: this.id, error: errorText(outcome.err), count: n });
+          if (n) this.log.error('internal error while answering a query', { session: this.id, error: messageOf(outcome.err), count: n });
         }
         if (this.debug) this.log.debug('backend failed', { session: this.id, invokeId: q.invokeId, reason: outcome.reason });
         const label = outcome.reason === 'aborted' ? 'aborted' : 'host_error';
@@ -462,13 +463,6 @@ function onOpenTimeout(session) {
   if (session.closed || session.state !== 'connected' || session.ending !== null) return;
   session.log.warn(`no OPEN_REQ within ${session.limits.openTimeoutMs} ms; closing the connection`, { session: session.id, peer: session.peer });
   session.destroy('open timeout');
-}
-function errorText(err) {
-  try {
-    return err instanceof Error ? err.message : String(err);
-  } catch {
-    return 'unprintable error';
-  }
 }
 
 module.exports = { Session, IDLE_TIMEOUT_RANGE };

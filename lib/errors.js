@@ -31,4 +31,15 @@ class OperatorError extends Error {
   }
 }
 
-module.exports = { CODES, UsageError, OperatorError };
+/** The message of whatever was thrown (an Error, a string, a Proxy whose getters throw), for a log line. */
+function messageOf(err) {
+  try {
+    return err instanceof Error ? String(err.message) : String(err);
+  } catch {
+    return 'an error that cannot be printed';
+  }
+}
+
+module.exports = {
+  CODES, UsageError, OperatorError, messageOf,
+};
