@@ -10,10 +10,11 @@
 // until the frame fits, and the drop is noted for the log. If the scalars alone do not fit (only
 // possible with a very small limit), the query gets FAILURE_CONF E_AG_HOST_ERROR1.
 
-const { serialize, STATUS, HEADER_LENGTH, MAX_TAG_DATA } = require('../lib/protocol');
+const {
+  serialize, STATUS, HEADER_LENGTH, MAX_TAG_DATA, des, text: { printable },
+} = require('../lib/protocol');
 const { fillAnswer } = require('./answer');
 
-const DES_BLOCK = 8;
 
 /**
  * What a session's replies must respect: the frame body limit, and on an encrypted session its
@@ -32,9 +33,9 @@ class ReplyWriter {
     this.tagLimit = cipher === undefined ? MAX_TAG_DATA : cipher.maxField;
   }
 
-  /** FAILURE_CONF with an ERROR text cut to ASCII and the tag limit (encrypted when the session is). */
+  /** FAILURE_CONF with an ERROR text made printable ASCII and cut to the tag limit (encrypted when the session is). */
   failureConf(invokeId, status, text) {
-    return serialize.failureConf(invokeId, status, asciiError(text, this.tagLimit), { cipher: this.cipher });
+    return serialize.failureConf(invokeId, status, printable(text || '', this.tagLimit), { cipher: this.cipher });
   }
 
   /**
@@ -95,7 +96,7 @@ class ReplyWriter {
 
   /** Bytes one tag takes on the wire for `data` plaintext bytes. */
   tagCost(data) {
-    return 2 + (this.cipher === undefined ? data : Math.ceil(data / DES_BLOCK) * DES_BLOCK);
+    return 2 + (this.cipher === undefined ? data : des.paddedLength(data));
   }
 }
 
@@ -105,10 +106,4 @@ function trimEmpty(resp) {
   return resp;
 }
 
-/** ERROR tag text: ASCII, at most `limit` bytes. */
-function asciiError(text, limit = MAX_TAG_DATA) {
-  const s = String(text || '').replace(/[^\x20-\x7e]/g, '?');
-  return s.length > limit ? s.slice(0, limit) : s;
-}
-
-module.exports = { ReplyWriter, asciiError };
+module.exports = { ReplyWriter };

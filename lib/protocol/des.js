@@ -44,7 +44,7 @@ function openSessionKey(privateKey, sealed) {
 
 /** A tag's data NUL-padded to a multiple of 8 and encrypted (empty stays empty). */
 function encryptField(sessionKey, data) {
-  const padded = Buffer.alloc(Math.ceil(data.length / BLOCK) * BLOCK);
+  const padded = Buffer.alloc(paddedLength(data.length));
   data.copy(padded);
   return desEncrypt(sessionKey, padded);
 }
@@ -57,6 +57,9 @@ function decryptField(sessionKey, data) {
   if (data.length % BLOCK !== 0) return null;
   return desDecrypt(sessionKey, data);
 }
+
+/** Bytes a field of `length` bytes takes once NUL-padded to whole DES blocks. */
+const paddedLength = (length) => Math.ceil(length / BLOCK) * BLOCK;
 
 /** Largest plaintext that still fits a one-byte tag length once padded: 248. */
 const MAX_ENCRYPTED_FIELD = 255 - (255 % BLOCK);
@@ -75,5 +78,5 @@ function createSessionCipher(sessionKey, { onDropped } = {}) {
 }
 
 module.exports = {
-  parseKey, desEncrypt, desDecrypt, sealSessionKey, openSessionKey, encryptField, decryptField, createSessionCipher, MAX_ENCRYPTED_FIELD,
+  parseKey, desEncrypt, desDecrypt, sealSessionKey, openSessionKey, encryptField, decryptField, createSessionCipher, paddedLength, MAX_ENCRYPTED_FIELD,
 };
