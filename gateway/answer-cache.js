@@ -23,7 +23,7 @@ const isKeyName = (name) => KEY_FIELDS.has(name) || /^vars\.([1-9]|10)$/.test(na
 
 /** The cache key of q under the field names `fields`: JSON, so no two different queries share one. */
 function cacheKey(q, fields) {
-  return JSON.stringify(fields.map((f) => (keyField(q, f) === undefined ? null : keyField(q, f))));
+  return JSON.stringify(fields.map((f) => keyField(q, f) ?? null));
 }
 
 class AnswerCache {

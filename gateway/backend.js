@@ -95,8 +95,9 @@ class Backend {
     const body = JSON.stringify(queryJson(q));
     const suffix = q.subtype === undefined ? '/query' : `/query/${encodeSegment('subtype', q.subtype)}`;
     const order = this.candidates();
-    const usable = order.filter((t) => !this.breakers.isOpen(t.origin));
-    const tries = usable.length > 0 ? usable : order.slice(0, 1); // all open: the breaker answers at once
+    // Origins whose circuit is open are skipped; if all are open, the first one's breaker answers at once.
+    const tries = order.length === 1 ? order : order.filter((t) => !this.breakers.isOpen(t.origin));
+    if (tries.length === 0) tries.push(order[0]);
     let outcome;
     for (let i = 0; i < tries.length; i++) {
       const { origin, basePath } = tries[i];

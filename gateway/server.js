@@ -182,14 +182,11 @@ class Gateway {
    * that need a restart (listener, TLS, workers, admin port, the protocol profile) are named in the
    * log when they differ, and the running values stay.
    */
-  reload(next) {
+  reload(config) {
     const old = this.config;
-    const needRestart = RESTART_KEYS.filter((k) => JSON.stringify(pick(old, k)) !== JSON.stringify(pick(next, k)));
+    const needRestart = RESTART_KEYS.filter((k) => JSON.stringify(old[k]) !== JSON.stringify(config[k]));
     // The wire numbering stays as the sessions opened with it until a restart.
-    let config = next;
-    if (needRestart.includes('protocol')) {
-      config = Object.defineProperties({ ...next, protocol: old.protocol }, Object.getOwnPropertyDescriptors(nonEnumerable(next)));
-    }
+    if (needRestart.includes('protocol')) config.protocol = old.protocol;
     const oldResolver = this.resolver;
     const sameCache = JSON.stringify(old.availability.cache) === JSON.stringify(config.availability.cache);
     this.resolver = new QueryResolver(config, { log: this.log, metrics: this.metrics, cache: sameCache ? oldResolver.cache : undefined });
@@ -214,16 +211,6 @@ class Gateway {
 
 /** Settings a running gateway cannot change: its listener, TLS, processes and admin port. */
 const RESTART_KEYS = ['host', 'port', 'tls', 'workers', 'admin', 'protocol'];
-
-/** The non-enumerable parts of a compiled config (availability, allowlistFilter, desKey). */
-function nonEnumerable(config) {
-  const out = {};
-  for (const k of Object.getOwnPropertyNames(config)) {
-    if (!Object.prototype.propertyIsEnumerable.call(config, k)) Object.defineProperty(out, k, Object.getOwnPropertyDescriptor(config, k));
-  }
-  return out;
-}
-const pick = (config, key) => config[key];
 
 /**
  * A plain TCP listener, or a TLS one when tls.cert/tls.key are set (tls.ca: client certificates

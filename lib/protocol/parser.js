@@ -243,8 +243,8 @@ function build(typeId, f, body, cipher) {
  */
 function decode(wireTypeId, body, direction = DIRECTION.ROUTER_TO_HOST, cipher = undefined) {
   const typeId = typeFromWire(wireTypeId); // the profile's numbering on the wire (profile.js)
-  if (!DIRECTIONS.includes(direction)) throw new TypeError(`direction must be ${DIRECTIONS.join(' or ')}`);
   const fromRouter = direction === DIRECTION.ROUTER_TO_HOST;
+  if (!fromRouter && direction !== DIRECTION.HOST_TO_ROUTER) throw new TypeError(`direction must be ${DIRECTIONS.join(' or ')}`);
   const legal = fromRouter ? ROUTER_TO_HOST : HOST_TO_ROUTER;
   if (!legal.has(typeId)) {
     const invokeId = body.length >= 4 ? body.readUInt32BE(0) : undefined;
