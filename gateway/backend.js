@@ -127,13 +127,9 @@ class Backend {
     };
     if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
     // routes.<subtype>.timeoutMs: this route gives up sooner than the query deadline.
-    const timeout = AbortSignal.timeout(route.timeoutMs);
-    request.signal = AbortSignal.any([signal, timeout]);
+    request.signal = AbortSignal.any([signal, AbortSignal.timeout(route.timeoutMs)]);
     const outcome = await this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
-    if (outcome.kind === 'host_error' && timeout.aborted && !signal.aborted) {
-      this.health.failure('timeout');
-      return hostError('timeout', `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
-    }
+    if (outcome.reason === 'timeout') return hostError('timeout', `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
     return outcome;
   }
 

@@ -12,7 +12,14 @@ const DEADLINE = Object.freeze(Object.assign(new Error('query deadline'), { code
 
 /** Maps a low-level error to a stable reason. */
 function reasonOf(err, signal) {
-  if (signal && signal.aborted) return signal.reason && signal.reason.code === DEADLINE_CODE ? 'deadline' : 'aborted';
+  if (signal && signal.aborted) {
+    // The query's deadline, or a route's timeoutMs (AbortSignal.timeout), is the backend's failure;
+    // any other abort (the router went away) is not.
+    const reason = signal.reason;
+    if (reason && reason.code === DEADLINE_CODE) return 'deadline';
+    if (reason && reason.name === 'TimeoutError') return 'timeout';
+    return 'aborted';
+  }
   const code = err && (err.code || (err.cause && err.cause.code));
   switch (code) {
     case 'UND_ERR_ABORTED': case 'ABORT_ERR': case 'ERR_CANCELED': return 'aborted';

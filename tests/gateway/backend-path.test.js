@@ -116,6 +116,8 @@ for (const engine of ENGINE_NAMES) {
       assert.deepEqual([r.type, r.status], ['FAILURE_CONF', STATUS.E_AG_HOST_ERROR1]);
       assert.match(r.error, /within 40 ms/);
       assert.ok(took < 140, `answered after ${took} ms`);
+      // A route's timeout is the backend's failure, for its health and its origin's breaker alike.
+      assert.equal(stack.gateway.resolver.backend.health.lastError, 'timeout');
     });
 
     it('a handler answer that throws when read costs that query only (E_AG_HOST_ERROR1), logged', async () => {
