@@ -10,10 +10,12 @@ const BENCHES = [
   ['codec', 'codec.js', 'protocol codec throughput on one core'],
   ['bare', 'bare.js', 'heartbeats: gateway vs a bare server with the same framing'],
   ['http', 'http.js', 'queries: gateway vs its HTTP engine called directly; undici vs axios'],
+  ['limit', 'limit.js', 'queries against the physical limit: bare framed round trip + direct HTTP'],
   ['open-loop', 'open-loop.js', 'fixed rates through the router simulator'],
   ['workers', 'workers.js', '--workers 1 vs 2'],
   ['cold-start', 'cold-start.js', 'the first seconds after a start, with and without the warm-up'],
   ['availability', 'availability.js', 'queries with the breaker and retry on vs off, and from the cache'],
+  ['memory', 'memory.js', 'RSS idle after start and high-water under 2,000 queries/s for 60 s'],
   ['growth', 'growth.js', 'p50/p99 and CPU per query as sessions, ECC entries and workers grow'],
 ];
 

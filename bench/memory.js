@@ -1,0 +1,103 @@
+'use strict';
+
+// Where the gateway's memory goes (issue 18): a gateway as it starts (admin port on, /metrics
+// scraped every second, default metrics on), its RSS idle after the start, then 2,000 queries/s
+// through the router simulator for 60 s with RSS sampled every 200 ms. The high-water is the
+// kernel's VmHWM, so it covers the start and the warm-up too, not only the samples.
+//   BENCH_MEMORY_RATE=2000 BENCH_MEMORY_SECONDS=60 node bench/memory.js
+//   BENCH_MEMORY_CONFIGS='{}|{"memory":{"youngGenerationMb":16,"heapGrowthPercent":0}}' node bench/memory.js
+//       (gateway configurations compared in one run, '|' apart; {} = as it starts)
+//   BENCH_MEMORY_NODE_ARGS='|--max-semi-space-size=1' node bench/memory.js   (Node flags instead)
+//   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js node bench/memory.js
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const http = require('node:http');
+const { start, startPlainBackend, BIN } = require('./harness');
+const { Router } = require('../simulator/router');
+const { table, writeResult } = require('./report');
+
+const RATE = Number(process.env.BENCH_MEMORY_RATE || 2000);
+const SECONDS = Number(process.env.BENCH_MEMORY_SECONDS || 60);
+const IDLE_MS = 5000;
+
+/** VmRSS, VmHWM, RssAnon, RssFile of a process, in MiB. */
+function status(pid) {
+  const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(text)[1]);
+  return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024, anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
+}
+
+/** CPU ticks (utime + stime, 1/100 s) of a process. */
+function procStat(pid) {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
+
+function scrape(port) {
+  return new Promise((resolve) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => { res.resume(); res.on('end', resolve); }).on('error', resolve);
+  });
+}
+
+async function measure({ name, bin, nodeArgs, configFile }, backendUrl) {
+  const config = configFile ? ['--config', configFile] : [];
+  const gw = await start([...nodeArgs, bin, 'gateway', ...config, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl],
+    /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on http:\/\/[\d.]+:(\d+)/);
+  const [port, adminPort] = [Number(gw.match[1]), Number(gw.match[2])];
+  await new Promise((r) => setTimeout(r, IDLE_MS));
+  const idle = status(gw.pid);
+  const router = new Router({
+    targets: [{ host: '127.0.0.1', port }], seed: 1, templates: [{ subtype: 'customer.lookup', clid: '555{rand:1000000-1009999}', dn: '8005551000' }],
+  });
+  await router.start();
+  let rssMax = 0;
+  const sampler = setInterval(() => { rssMax = Math.max(rssMax, status(gw.pid).rss); }, 200);
+  const scraper = setInterval(() => scrape(adminPort), 1000);
+  const t0 = procStat(gw.pid);
+  await router.runOpenLoop({ rate: RATE, durationMs: SECONDS * 1000 });
+  const t1 = procStat(gw.pid);
+  clearInterval(sampler);
+  clearInterval(scraper);
+  const end = status(gw.pid);
+  const s = await router.stop();
+  await gw.stop();
+  const errors = Object.values(s.failures).reduce((a, b) => a + b, 0) + s.timeout + s.lost + s.late + Object.values(s.violations).reduce((a, b) => a + b, 0);
+  return {
+    name, nodeArgs: nodeArgs.join(' '), idleRssMb: idle.rss, idleAnonMb: idle.anon, idleFileMb: idle.file, startHwmMb: idle.hwm,
+    loadRssMaxMb: Math.max(rssMax, end.rss),
+    hwmMb: end.hwm, endRssMb: end.rss, answered: s.answered, errors, p99Ms: s.latencyMs.p99, cpuPct: (t1 - t0) / SECONDS,
+  };
+}
+
+async function main() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-bench-memory-'));
+  const variants = [];
+  if (process.env.BENCH_MEMORY_CONFIGS) {
+    process.env.BENCH_MEMORY_CONFIGS.split('|').forEach((json, i) => {
+      const configFile = path.join(dir, `config-${i}.json`);
+      fs.writeFileSync(configFile, json.trim() || '{}');
+      variants.push({ name: json.trim() === '{}' || !json.trim() ? 'as started' : json.trim(), bin: BIN, nodeArgs: [], configFile });
+    });
+  } else {
+    for (const v of (process.env.BENCH_MEMORY_NODE_ARGS || '').split('|')) {
+      variants.push({ name: v.trim() || 'as started', bin: BIN, nodeArgs: v.split(' ').filter(Boolean) });
+    }
+  }
+  if (process.env.BENCH_BASELINE_BIN) variants.push({ name: 'baseline', bin: process.env.BENCH_BASELINE_BIN, nodeArgs: [] });
+  const backend = await startPlainBackend();
+  const rows = [];
+  try {
+    for (const v of variants) rows.push(await measure(v, backend.url));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    await backend.stop();
+  }
+  process.stdout.write(table(['gateway', 'idle RSS', 'anon', 'file', 'start HWM', `RSS max at ${RATE}/s`, 'HWM', 'answered', 'errors', 'p99 ms', 'CPU %'],
+    rows.map((r) => [r.name, r.idleRssMb, r.idleAnonMb, r.idleFileMb, r.startHwmMb, r.loadRssMaxMb, r.hwmMb, r.answered, r.errors, r.p99Ms, r.cpuPct])));
+  process.stdout.write(`MiB; targets: idle RSS <= 70, high-water <= 90 under ${RATE}/s for ${SECONDS} s\n`);
+  writeResult('memory', { rate: RATE, seconds: SECONDS, rows });
+}
+
+main().catch((e) => { process.stderr.write(`${e.stack}\n`); process.exit(1); });
