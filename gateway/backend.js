@@ -23,7 +23,6 @@ const hostError = (reason, text) => ({ kind: 'host_error', reason, text });
 
 /** A request that surely never reached the backend (the connection was never made): safe to send again. */
 const NOT_SENT = new Set(['unreachable']);
-const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx']; // metrics label of an HTTP status, without building it per answer
 
 class Backend {
   /** log and metrics are optional (the warm-up runs without them). */
@@ -161,13 +160,13 @@ class Backend {
       const reason = err.reason || 'error';
       if (reason !== 'aborted') {
         this.health.failure(reason);
-        if (this.metrics) this.metrics.incLabel(this.metrics.backendResponses, 'error');
+        if (this.metrics) this.metrics.backendResponses.labels('error').inc();
       }
       return hostError(reason, `backend ${reason}`);
     }
     const { status, text } = res;
     if (this.metrics) {
-      this.metrics.incLabel(this.metrics.backendResponses, STATUS_CLASSES[Math.floor(status / 100)] || `${Math.floor(status / 100)}xx`);
+      this.metrics.backendResponses.labels(`${Math.floor(status / 100)}xx`).inc();
       this.metrics.backendDuration.observe((performance.now() - started) / 1000);
     }
     if (status >= 500 || status < 200 || (status >= 300 && status < 400)) this.health.failure(`HTTP ${status}`);

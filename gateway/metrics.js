@@ -76,7 +76,6 @@ class Metrics {
     this.maxOtherSubtypes = 50;
     this.others = 0; // labels given to subtypes that are not configured routes
     this.durations = new Map(); // outcome -> histogram child
-    this.children = new Map(); // one-label counter -> Map(label value -> child)
   }
 
   /** Which subtypes always get a label of their own, and how many others may. */
@@ -101,21 +100,6 @@ class Metrics {
       this.durations.set(outcome, hist);
     }
     hist.observe(seconds);
-  }
-
-  /** Hot path: counter.labels(value).inc() for a one-label counter, its child made once per value. */
-  incLabel(counter, value) {
-    let byValue = this.children.get(counter);
-    if (byValue === undefined) {
-      byValue = new Map();
-      this.children.set(counter, byValue);
-    }
-    let child = byValue.get(value);
-    if (child === undefined) {
-      child = counter.labels(value);
-      byValue.set(value, child);
-    }
-    child.inc();
   }
 
   /** The outcome map of a subtype not seen before (or of "(other)" once the others are used up). */

@@ -80,7 +80,7 @@ class QueryResolver {
   }
 
   count(result) {
-    if (this.metrics) this.metrics.incLabel(this.metrics.cacheLookups, result);
+    if (this.metrics) this.metrics.cacheLookups.labels(result).inc();
   }
 
   toJSON() {
