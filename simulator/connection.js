@@ -336,8 +336,9 @@ class RouterConnection extends EventEmitter {
         reason = `host closed after invalid ${fatalKind} frame`;
       } else if (!hadSocket) reason = `connect failed: ${explainConnectError(this.socketError, this.tlsOptions !== null)}`;
       else if (this.stopping) reason = 'closed by router';
-      else if (wasOpening && !this.socketError) {
-        // Closed with no OPEN_CONF and no error: the host turned this router away.
+      else if (wasOpening && (!this.socketError || (this.socketError === 'ECONNRESET' && this.tlsOptions === null))) {
+        // Closed with no OPEN_CONF: the host turned this router away. A reset says the same thing
+        // when our OPEN_REQ reached the host before it closed (unread data makes the kernel reset).
         reason = 'closed by the host right after connecting, before OPEN_CONF (its allowlist, or its connection or session limit?)';
       } else if (wasOpening) reason = `closed by host before OPEN_CONF (${explainConnectError(this.socketError, this.tlsOptions !== null)})`;
       else reason = `closed by host${this.socketError ? ` (${this.socketError})` : ''}`;
