@@ -1,9 +1,6 @@
 'use strict';
 
-const { loadConfig } = require('./config');
-const { startGateway } = require('./index');
-const { startCluster } = require('./cluster');
-const { createLogger } = require('../lib/logger');
+const { holdYoungGeneration, applyMemorySettings } = require('./heap');
 const { OperatorError } = require('../lib/errors');
 const { numberFlag } = require('../lib/cli-flags');
 
@@ -57,6 +54,9 @@ const options = {
 const int = (values, key) => numberFlag(values, key, { int: true });
 
 async function main(values) {
+  holdYoungGeneration(); // before the gateway's modules load (gateway/heap.js)
+  const { loadConfig } = require('./config');
+  const { createLogger } = require('../lib/logger');
   // Kept for SIGHUP: a reload reads the same file, the environment and the same flags again.
   const source = {
     file: values.config,
@@ -79,6 +79,7 @@ async function main(values) {
     },
   };
   const config = loadConfig(source);
+  applyMemorySettings(config.memory);
   const log = createLogger({ component: 'gateway', ...config.log });
   let sim = null;
   if (config.backend.url === null) {
@@ -92,7 +93,7 @@ async function main(values) {
     log.warn(`no backend configured: serving from the built-in REST simulator at ${sim.url}; `
       + 'its answers are test data (set --backend URL or backend.url for a real backend)');
   }
-  const running = config.workers > 1 ? await startCluster(config, { log }) : await startGateway(config, { log });
+  const running = config.workers > 1 ? await require('./cluster').startCluster(config, { log }) : await require('./index').startGateway(config, { log });
   if (sim) {
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     log.info(`next, in another terminal: npx ged145 router --host ${host} --port ${running.port} --rate 200 --duration 5`);

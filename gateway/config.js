@@ -17,6 +17,7 @@ const {
   BREAKER_DEFAULTS, RETRY_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry,
 } = require('./availability-config');
 const { ENGINE_NAMES } = require('./engines');
+const { V8_MAX_SEMI_SPACE_MB } = require('./heap');
 
 const DEFAULTS = Object.freeze({
   host: '0.0.0.0',
@@ -63,6 +64,8 @@ const DEFAULTS = Object.freeze({
   },
   workers: 1,
   shutdownTimeoutMs: 5000,
+  // V8 heap sizing the gateway sets for itself at start (gateway/heap.js); read once, not on reload.
+  memory: { youngGenerationMb: 1, heapGrowthPercent: 50 },
   warmup: true, // run synthetic queries through the code before listening (see gateway/warmup.js)
   des: { keyFile: null, require: false }, // the DES private key: GED145_DES_KEY, or a file holding it; never logged
   tls: { cert: null, key: null, ca: null }, // PEM files: listen with TLS; ca = require client certificates
@@ -190,6 +193,8 @@ function validate(c) {
   check(c.log.file === null || (typeof c.log.file === 'string' && c.log.file.length > 0), 'log.file', 'must be a file path or null');
   check(intIn(c.workers, 1, 64), 'workers', 'must be an integer from 1 to 64');
   check(typeof c.warmup === 'boolean', 'warmup', 'must be true or false');
+  check(intIn(c.memory.youngGenerationMb, 1, V8_MAX_SEMI_SPACE_MB), 'memory.youngGenerationMb', `must be an integer from 1 to ${V8_MAX_SEMI_SPACE_MB} (MB)`);
+  check(intIn(c.memory.heapGrowthPercent, 0, 1000), 'memory.heapGrowthPercent', 'must be an integer from 0 (V8 decides) to 1000');
   check(c.des.keyFile === null || typeof c.des.keyFile === 'string', 'des.keyFile', 'must be a file path or null');
   check(typeof c.des.require === 'boolean', 'des.require', 'must be true or false');
   for (const k of ['cert', 'key', 'ca']) check(c.tls[k] === null || typeof c.tls[k] === 'string', `tls.${k}`, 'must be a file path or null');

@@ -179,7 +179,7 @@ class Gateway {
    * fallback, cache, breaker and the deadline apply to queries read from now on (those in flight
    * finish under the settings they started with); log level, allowlist and the session and
    * connection caps at once; per-connection limits to connections accepted from now on. Settings
-   * that need a restart (listener, TLS, workers, admin port, the protocol profile) are named in the
+   * that need a restart (listener, TLS, workers, admin port, the protocol profile, memory) are named in the
    * log when they differ, and the running values stay.
    */
   reload(config) {
@@ -210,7 +210,7 @@ class Gateway {
 }
 
 /** Settings a running gateway cannot change: its listener, TLS, processes and admin port. */
-const RESTART_KEYS = ['host', 'port', 'tls', 'workers', 'admin', 'protocol'];
+const RESTART_KEYS = ['host', 'port', 'tls', 'workers', 'admin', 'protocol', 'memory'];
 
 /**
  * A plain TCP listener, or a TLS one when tls.cert/tls.key are set (tls.ca: client certificates

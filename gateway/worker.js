@@ -4,6 +4,9 @@
 // only what cannot cross a process boundary (route modules, the allowlist filter, the DES key) is
 // made again here, without validating a second time.
 
+const { holdYoungGeneration, applyMemorySettings } = require('./heap');
+
+holdYoungGeneration(); // before the gateway's modules load (gateway/heap.js)
 const { runWorker } = require('./cluster');
 const { compileConfig } = require('./config');
 
@@ -11,6 +14,7 @@ const settings = JSON.parse(process.env.GED145_WORKER_CONFIG);
 // Only the DES key comes from the environment again (it is never put in the JSON above).
 const config = compileConfig(settings, { baseDir: settings.baseDir, env: { GED145_DES_KEY: process.env.GED145_DES_KEY } });
 
+applyMemorySettings(config.memory);
 runWorker(config).catch((err) => {
   process.stderr.write(`gateway worker: ${err.message}\n`);
   process.exit(1);

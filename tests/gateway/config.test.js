@@ -25,6 +25,8 @@ describe('gateway config: refusals name the key', () => {
     [{ deadlineMs: 300 }, /deadlineMs \(300\) must be below the router's RequestTimeout, routerRequestTimeoutMs \(300\)/],
     [{ 'limits.closeLingerMs': 120_000 }, /limits\.closeLingerMs must be an integer from 0 to 60000/],
     [{ shutdownTimeoutMs: -1 }, /shutdownTimeoutMs must be an integer from 0 to 600000/],
+    [{ 'memory.youngGenerationMb': 32 }, /memory\.youngGenerationMb must be an integer from 1 to 16 \(MB\)/],
+    [{ 'memory.heapGrowthPercent': -5 }, /memory\.heapGrowthPercent must be an integer from 0 \(V8 decides\) to 1000/],
     [{ host: '999.1.1.1' }, /host '999\.1\.1\.1' is not a valid IPv4 address/],
   ];
   for (const [overrides, re] of refused) {

@@ -1,0 +1,85 @@
+'use strict';
+
+// gateway/heap.js in real Node processes: the young generation holds 1 MB per semi-space when
+// told so, grows to the configured cap and no further, and grows to V8's own 16 MB without a cap;
+// the heap growth setting reaches V8. Each process allocates short-lived garbage with some
+// survivors, which is what makes V8 grow the young generation.
+
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+const { spawnCli } = require('../helpers/spawn');
+const { tmpDir } = require('../helpers/tmp');
+
+const HEAP = path.join(__dirname, '..', '..', 'gateway', 'heap.js');
+
+/** new_space size (MB, both semi-spaces) after churning the heap under the given settings. */
+function youngAfterChurn(settings) {
+  const script = `
+    const v8 = require('node:v8');
+    const heap = require(${JSON.stringify(HEAP)});
+    heap.holdYoungGeneration();
+    heap.applyMemorySettings(${JSON.stringify(settings)});
+    const keep = [];
+    let rounds = 0;
+    const churn = () => {
+      for (let i = 0; i < 20000; i++) { const o = { i, s: 'x'.repeat(40) }; if (i % 8 === 0) keep.push(o); }
+      if (keep.length > 200000) keep.length = 0;
+      if (++rounds < 150) setImmediate(churn);
+      else process.stdout.write(String(v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 1048576));
+    };
+    churn();`;
+  return Number(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }));
+}
+
+describe('gateway heap settings (gateway/heap.js)', function () {
+  this.timeout(30_000);
+
+  it('youngGenerationMb 1: the young generation keeps its starting 1 MB semi-spaces', () => {
+    assert.equal(youngAfterChurn({ youngGenerationMb: 1, heapGrowthPercent: 20 }), 2);
+  });
+
+  it('youngGenerationMb 4: it grows, and stops at the cap (4 MB per semi-space, 8 in all)', () => {
+    const mb = youngAfterChurn({ youngGenerationMb: 4, heapGrowthPercent: 0 });
+    assert.ok(mb > 2 && mb <= 8, `new space ${mb} MB`);
+  });
+
+  it('youngGenerationMb 16 is V8 left alone: it grows past any smaller cap', () => {
+    assert.ok(youngAfterChurn({ youngGenerationMb: 16, heapGrowthPercent: 0 }) > 8);
+  });
+});
+
+/** The young generation's size (both semi-spaces) a gateway started by the CLI reports on /metrics, after its warm-up. */
+async function gatewayYoungBytes(extraArgs) {
+  const child = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', 'http://127.0.0.1:1', ...extraArgs]);
+  try {
+    const [, port] = await child.waitFor(/admin on http:\/\/127\.0\.0\.1:(\d+)/, 20_000);
+    const text = await new Promise((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: Number(port), path: '/metrics' }, (res) => {
+        let body = '';
+        res.on('data', (d) => { body += d; });
+        res.on('end', () => resolve(body));
+      }).on('error', reject);
+    });
+    return Number(/^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)/m.exec(text)[1]);
+  } finally {
+    child.killGroup();
+    await child.exited;
+  }
+}
+
+describe('the gateway sizes its own heap (no NODE_OPTIONS)', function () {
+  this.timeout(60_000);
+
+  it('as it starts: after 2,000 warm-up queries the young generation is still 1 MB per semi-space', async () => {
+    assert.equal(await gatewayYoungBytes([]), 2 * 1024 * 1024);
+  });
+
+  it('memory.youngGenerationMb 16 in its config file: the warm-up grows it as V8 would', async () => {
+    const file = path.join(tmpDir(), 'gateway.json');
+    fs.writeFileSync(file, JSON.stringify({ memory: { youngGenerationMb: 16, heapGrowthPercent: 0 } }));
+    assert.ok(await gatewayYoungBytes(['--config', file]) > 2 * 1024 * 1024);
+  });
+});
