@@ -10,6 +10,10 @@ const { queryJson } = require('../gateway/routes');
 const { newHistogram } = require('../simulator/stats');
 const { QUERY } = require('./harness');
 
+// The physical limit is a bare POST (none); BENCH_DIRECT_DEADLINE=controller gives each request an
+// AbortController and a 250 ms timer, =timeout an AbortSignal.timeout(250), to price a deadline.
+const DEADLINE = process.env.BENCH_DIRECT_DEADLINE || 'none';
+
 async function main() {
   const [engineName, url, concurrencyArg, secondsArg] = process.argv.slice(2);
   const concurrency = Number(concurrencyArg);
@@ -27,13 +31,22 @@ async function main() {
       const id = ++seq;
       const t0 = performance.now();
       const body = JSON.stringify(queryJson({ ...QUERY, invokeId: id, routerCallKey: id, duplicate: false, noScriptReply: false }));
+      let timer = null;
+      let signal;
+      if (DEADLINE === 'timeout') signal = AbortSignal.timeout(250);
+      else if (DEADLINE === 'controller') {
+        const controller = new AbortController();
+        timer = setTimeout(() => controller.abort(), 250);
+        signal = controller.signal;
+      }
       try {
-        const res = await engine.request({ origin, path: `/query/${QUERY.subtype}`, method: 'POST', headers, body, signal: AbortSignal.timeout(5000) });
+        const res = await engine.request({ origin, path: `/query/${QUERY.subtype}`, method: 'POST', headers, body, signal });
         JSON.parse(res.text);
         if (res.status !== 200) errors++;
       } catch {
         errors++;
       }
+      if (timer !== null) clearTimeout(timer);
       if (measuring) {
         done++;
         hist.recordValue(Math.max(1, Math.round((performance.now() - t0) * 1000)));

@@ -58,11 +58,12 @@ const startRestSim = () => start([BIN, 'rest-sim', '--port', '0'], /listening on
 /** BENCH_GATEWAY_NODE_ARGS: V8/Node flags for the gateway process only, e.g. --max-semi-space-size=2. */
 const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS || '').split(' ').filter(Boolean);
 
-async function startGateway(backendUrl, extra = []) {
+/** A gateway on free ports; bin: another checkout's bin/ged145.js, to compare builds in one run. */
+async function startGateway(backendUrl, extra = [], bin = BIN) {
   const i = extra.indexOf('--workers');
   const workers = i >= 0 && Number(extra[i + 1]) > 1;
   const p = await start([
-    ...GATEWAY_NODE_ARGS, BIN, 'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra,
+    ...GATEWAY_NODE_ARGS, bin, 'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra,
   ],
     workers ? /workers listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/ : /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/);
   return { ...p, port: Number(p.match[1]) };

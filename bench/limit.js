@@ -8,6 +8,8 @@
 //   concurrency 32: gateway queries/s / direct HTTP queries/s.
 // Each ratio is the median of the per-repeat ratios.
 //   BENCH_REPEATS=5 BENCH_SECONDS=3 BENCH_ENGINES=undici,axios node bench/limit.js
+//   BENCH_GATEWAY_ARGS='--config my.json' node bench/limit.js   (more flags for this build's gateway)
+//   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js node bench/limit.js   (a second build, interleaved)
 
 const path = require('node:path');
 const { execFile } = require('node:child_process');
@@ -19,52 +21,67 @@ const { table, writeResult } = require('./report');
 
 const run = promisify(execFile);
 
-async function direct(engine, url, concurrency) {
-  const { stdout } = await run(process.execPath, [path.join(__dirname, 'direct-http.js'), engine, url, String(concurrency), String(SECONDS)]);
+async function direct(engine, url, concurrency, deadline = 'none') {
+  const env = { ...process.env, BENCH_DIRECT_DEADLINE: deadline };
+  const { stdout } = await run(process.execPath, [path.join(__dirname, 'direct-http.js'), engine, url, String(concurrency), String(SECONDS)], { env });
   return JSON.parse(stdout);
 }
 
 async function main() {
   const engines = (process.env.BENCH_ENGINES || 'undici').split(',');
+  const builds = [['this build', undefined]];
+  if (process.env.BENCH_BASELINE_BIN) builds.push(['baseline', process.env.BENCH_BASELINE_BIN]);
   const bare = await startBare();
   const backend = await startPlainBackend();
   const rows = [];
   for (const engine of engines) {
-    const gw = await startGateway(backend.url, ['--engine', engine]);
+    const own = (process.env.BENCH_GATEWAY_ARGS || '').split(' ').filter(Boolean);
+    const gateways = [];
+    for (const [name, bin] of builds) {
+      gateways.push({ name, gw: await startGateway(backend.url, ['--engine', engine, ...(bin ? [] : own)], bin), repeats: [] });
+    }
     const query = (port, window) => runClient({ port, kind: 'query', window, durationMs: SECONDS * 1000 });
-    const repeats = [];
     for (let i = 0; i < REPEATS; i++) {
       const b = await query(bare.port, 1);
       const d1 = await direct(engine, backend.url, 1);
-      const meter = cpuMeter(gw.pid);
-      const g1 = await query(gw.port, 1);
-      const cpu1 = meter();
-      const d32 = await direct(engine, backend.url, 32);
-      const g32 = await query(gw.port, 32);
       const limitMs = 1000 / b.rate + 1000 / d1.rate;
-      repeats.push({
-        bare: b.rate, direct1: d1.rate, gateway1: g1.rate, limitMs, gatewayMs: 1000 / g1.rate, seqRatio: limitMs / (1000 / g1.rate),
-        gatewayUsPerQuery: (cpu1.cpuPct * 10_000) / g1.rate, direct32: d32.rate, gateway32: g32.rate, c32Ratio: g32.rate / d32.rate,
-        errors: g1.errors + g32.errors + d1.errors + d32.errors, lost: g1.lost + g32.lost, duplicated: g1.duplicated + g32.duplicated,
+      const seq = [];
+      for (const g of gateways) {
+        const meter = cpuMeter(g.gw.pid);
+        seq.push([await query(g.gw.port, 1), meter()]);
+      }
+      const d32 = await direct(engine, backend.url, 32);
+      const d32t = await direct(engine, backend.url, 32, 'timeout');
+      gateways.forEach((g, k) => g.repeats.push({ b, d1, d32, d32t, limitMs, g1: seq[k][0], cpu1: seq[k][1] }));
+      for (const g of gateways) g.repeats[i].g32 = await query(g.gw.port, 32);
+    }
+    for (const { name, gw, repeats } of gateways) {
+      await gw.stop();
+      const m = (f) => median(repeats.map(f));
+      const seqRatios = repeats.map((r) => r.limitMs / (1000 / r.g1.rate));
+      const c32Ratios = repeats.map((r) => r.g32.rate / r.d32.rate);
+      const c32DeadlineRatios = repeats.map((r) => r.g32.rate / r.d32t.rate);
+      rows.push({
+        engine, build: name, bare: m((r) => r.b.rate), direct1: m((r) => r.d1.rate), gateway1: m((r) => r.g1.rate), limitMs: m((r) => r.limitMs),
+        gatewayMs: m((r) => 1000 / r.g1.rate), seqRatio: median(seqRatios), seqRatios, gatewayUsPerQuery: m((r) => (r.cpu1.cpuPct * 10_000) / r.g1.rate),
+        direct32: m((r) => r.d32.rate), gateway32: m((r) => r.g32.rate), c32Ratio: median(c32Ratios), c32Ratios,
+        direct32Deadline: m((r) => r.d32t.rate), c32DeadlineRatio: median(c32DeadlineRatios), c32DeadlineRatios,
+        errors: repeats.reduce((a, r) => a + r.g1.errors + r.g32.errors + r.d1.errors + r.d32.errors, 0),
+        lost: repeats.reduce((a, r) => a + r.g1.lost + r.g32.lost, 0), duplicated: repeats.reduce((a, r) => a + r.g1.duplicated + r.g32.duplicated, 0),
       });
     }
-    await gw.stop();
-    const m = (key) => median(repeats.map((r) => r[key]));
-    rows.push({
-      engine, bare: m('bare'), direct1: m('direct1'), gateway1: m('gateway1'), limitMs: m('limitMs'), gatewayMs: m('gatewayMs'), seqRatio: m('seqRatio'),
-      seqRatios: repeats.map((r) => r.seqRatio), gatewayUsPerQuery: m('gatewayUsPerQuery'), direct32: m('direct32'), gateway32: m('gateway32'),
-      c32Ratio: m('c32Ratio'), c32Ratios: repeats.map((r) => r.c32Ratio), errors: repeats.reduce((a, r) => a + r.errors, 0),
-      lost: repeats.reduce((a, r) => a + r.lost, 0), duplicated: repeats.reduce((a, r) => a + r.duplicated, 0),
-    });
   }
   const list = (xs) => xs.map((x) => x.toFixed(2)).join(' ');
-  process.stdout.write(table(['engine', 'bare/s', 'direct/s', 'gateway/s', 'limit ms', 'gateway ms', 'seq ratio', 'gw CPU us/q', 'runs'],
-    rows.map((r) => [r.engine, Math.round(r.bare), Math.round(r.direct1), Math.round(r.gateway1), r.limitMs * 1, r.gatewayMs * 1, r.seqRatio,
+  process.stdout.write(table(['engine', 'gateway', 'bare/s', 'direct/s', 'gateway/s', 'limit ms', 'gateway ms', 'seq ratio', 'gw CPU us/q', 'runs'],
+    rows.map((r) => [r.engine, r.build, Math.round(r.bare), Math.round(r.direct1), Math.round(r.gateway1), r.limitMs * 1, r.gatewayMs * 1, r.seqRatio,
       Math.round(r.gatewayUsPerQuery), list(r.seqRatios)])));
   process.stdout.write('\n');
-  process.stdout.write(table(['engine', 'direct c32/s', 'gateway c32/s', 'c32 ratio', 'runs', 'errors', 'lost', 'dup'],
-    rows.map((r) => [r.engine, Math.round(r.direct32), Math.round(r.gateway32), r.c32Ratio, list(r.c32Ratios), r.errors, r.lost, r.duplicated])));
-  process.stdout.write('targets: seq ratio >= 0.85, c32 ratio >= 0.85\n');
+  const c32Headers = ['engine', 'gateway', 'direct c32/s', 'gateway c32/s', 'c32 ratio', 'runs', 'direct+deadline/s', 'ratio', 'runs', 'errors', 'lost', 'dup'];
+  process.stdout.write(table(c32Headers,
+    rows.map((r) => [r.engine, r.build, Math.round(r.direct32), Math.round(r.gateway32), r.c32Ratio, list(r.c32Ratios), Math.round(r.direct32Deadline),
+      r.c32DeadlineRatio, list(r.c32DeadlineRatios), r.errors, r.lost, r.duplicated])));
+  process.stdout.write('targets: seq ratio >= 0.85, c32 ratio >= 0.85. direct = a bare POST with the same engine; direct+deadline = each POST with\n'
+    + 'AbortSignal.timeout(250), as a client that honours a deadline writes it (and as this ratio was measured before issue 18)\n');
   writeResult('limit', { repeats: REPEATS, seconds: SECONDS, rows });
   await Promise.all([bare.stop(), backend.stop()]);
 }

@@ -71,6 +71,15 @@ async function measure({ name, bin, nodeArgs, configFile }, backendUrl) {
   };
 }
 
+/** Node alone, or Node with the gateway's libraries and nothing else: the floor under the idle RSS. */
+async function floor(kind) {
+  const p = await start([path.join(__dirname, 'memory-floor.js'), kind], /^(\d+)\n/);
+  await new Promise((r) => setTimeout(r, IDLE_MS));
+  const idle = status(p.pid);
+  await p.stop();
+  return { name: kind === 'node' ? 'floor: node alone' : 'floor: libraries only', idleRssMb: idle.rss, idleAnonMb: idle.anon, idleFileMb: idle.file };
+}
+
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-bench-memory-'));
   const variants = [];
@@ -90,12 +99,14 @@ async function main() {
   const rows = [];
   try {
     for (const v of variants) rows.push(await measure(v, backend.url));
+    rows.push(await floor('node'), await floor('libraries'));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
     await backend.stop();
   }
   process.stdout.write(table(['gateway', 'idle RSS', 'anon', 'file', 'start HWM', `RSS max at ${RATE}/s`, 'HWM', 'answered', 'errors', 'p99 ms', 'CPU %'],
-    rows.map((r) => [r.name, r.idleRssMb, r.idleAnonMb, r.idleFileMb, r.startHwmMb, r.loadRssMaxMb, r.hwmMb, r.answered, r.errors, r.p99Ms, r.cpuPct])));
+    rows.map((r) => [r.name, r.idleRssMb, r.idleAnonMb, r.idleFileMb, ...[r.startHwmMb, r.loadRssMaxMb, r.hwmMb, r.answered, r.errors, r.p99Ms, r.cpuPct]
+      .map((v) => (v === undefined ? '-' : v))])));
   process.stdout.write(`MiB; targets: idle RSS <= 70, high-water <= 90 under ${RATE}/s for ${SECONDS} s\n`);
   writeResult('memory', { rate: RATE, seconds: SECONDS, rows });
 }
