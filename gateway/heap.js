@@ -1,6 +1,6 @@
 'use strict';
 
-// V8 heap settings the gateway makes for itself (docs/performance.md, "Memory"). Node sizes its
+// V8 heap settings the gateway makes for itself (docs/performance.md, "Issue 18"). Node sizes its
 // heap for throughput on big machines: after the warm-up the gateway held about 105 MB RSS idle
 // and 140 MB under 2,000 queries/s, most of it a 32 MB young generation and old-generation garbage
 // V8 had not needed to collect yet. These V8 flags are read while the process runs, so the gateway
@@ -15,8 +15,8 @@
 //                              from one site outlived a collection; with a small young generation
 //                              the warm-up's 32 queries in flight taught it that for AbortSignals,
 //                              request handlers and timers, which then die young in the old
-//                              generation: a mark-compact every few seconds and p99 16-52 ms
-//                              instead of 6-8 at 2,000 queries/s.
+//                              generation: a mark-compact every few seconds and a p99 of 13-52 ms
+//                              at 2,000 queries/s (5-20 ms without it; 6-7 ms before issue 18).
 //   --heap-growing-percent     the old generation is collected once it has grown this much past
 //                              what was live after the last collection (V8's own choice: 10-300%).
 
