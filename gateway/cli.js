@@ -81,7 +81,40 @@ async function main(values) {
   const config = loadConfig(source);
   applyMemorySettings(config.memory);
   const log = createLogger({ component: 'gateway', ...config.log });
+  // Signal handlers before anything starts: without one, a SIGHUP during the start (an operator,
+  // logrotate) would kill the process, Node's default; a SIGTERM then waits for the start to end.
   let sim = null;
+  let running = null;
+  let stopSignal = null;
+  let reloadWaiting = false;
+  let stopping = false;
+  const stop = async (signal) => {
+    if (stopSignal === null) stopSignal = signal;
+    if (running === null || stopping) return; // still starting: stopped as soon as it has started
+    stopping = true;
+    await running.stop(stopSignal);
+    if (sim) await sim.close();
+    process.exit(0);
+  };
+  const reload = () => {
+    if (stopSignal !== null) return;
+    if (running === null) {
+      reloadWaiting = true; // applied once the start is over
+      return;
+    }
+    let next;
+    try {
+      next = loadConfig(source);
+    } catch (err) {
+      log.error(`reload refused, the running configuration stays in force: ${err.message}`);
+      return;
+    }
+    if (next.backend.url === null && sim) next.backend.url = sim.url;
+    running.reload(next);
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGHUP', reload);
   if (config.backend.url === null) {
     if (!values['embedded-backend']) {
       throw new OperatorError('no backend configured: give --backend URL (or backend.url in the config), '
@@ -93,33 +126,16 @@ async function main(values) {
     log.warn(`no backend configured: serving from the built-in REST simulator at ${sim.url}; `
       + 'its answers are test data (set --backend URL or backend.url for a real backend)');
   }
-  const running = config.workers > 1 ? await require('./cluster').startCluster(config, { log }) : await require('./index').startGateway(config, { log });
+  running = config.workers > 1 ? await require('./cluster').startCluster(config, { log }) : await require('./index').startGateway(config, { log });
+  if (stopSignal !== null) {
+    await stop(stopSignal);
+    return;
+  }
   if (sim) {
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     log.info(`next, in another terminal: npx ged145 router --host ${host} --port ${running.port} --rate 200 --duration 5`);
   }
-  let stopping = false;
-  const stop = async (signal) => {
-    if (stopping) return;
-    stopping = true;
-    await running.stop(signal);
-    if (sim) await sim.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.on('SIGHUP', () => {
-    if (stopping) return;
-    let next;
-    try {
-      next = loadConfig(source);
-    } catch (err) {
-      log.error(`reload refused, the running configuration stays in force: ${err.message}`);
-      return;
-    }
-    if (next.backend.url === null && sim) next.backend.url = sim.url;
-    running.reload(next);
-  });
+  if (reloadWaiting) reload();
 }
 
 module.exports = { summary, usage, options, main };

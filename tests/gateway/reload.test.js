@@ -117,4 +117,30 @@ describe('reload (SIGHUP)', function () {
       await stack.stop();
     }
   });
+
+  // --embedded-backend logs its warning after the signal handlers are in place and before the
+  // gateway's own start (the warm-up, about a second), so a signal sent on it lands mid-start.
+  const startingGateway = () => spawnCli(['gateway', '--embedded-backend', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0']);
+
+  it('a SIGHUP during the start does not kill the gateway: the reload is applied once it has started', async () => {
+    const gw = startingGateway();
+    try {
+      await gw.waitFor(/serving from the built-in REST simulator/, 20_000);
+      gw.kill('SIGHUP');
+      await gw.waitFor(/listening for ICM routers[\s\S]*configuration reloaded/, 20_000);
+      assert.equal(gw.exitCode, null);
+      assert.equal(gw.signalCode, null);
+    } finally {
+      gw.kill('SIGTERM');
+      await gw.exited;
+    }
+  });
+
+  it('a SIGTERM during the start stops the gateway cleanly once it has started', async () => {
+    const gw = startingGateway();
+    await gw.waitFor(/serving from the built-in REST simulator/, 20_000);
+    gw.kill('SIGTERM');
+    assert.deepEqual(await gw.exited, { code: 0, signal: null });
+    assert.match(gw.out + gw.err, /listening for ICM routers/);
+  });
 });
