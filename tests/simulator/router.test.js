@@ -268,7 +268,7 @@ describe('router simulator against the gateway', () => {
   it('pipelines a closed-loop window through sides A and B in duplicate mode with no violation', async () => {
     const router = new Router({ targets: [{ host: '127.0.0.1', port: stack.port }], sides: ['A', 'B'], mode: 'duplicate', seed: 3 });
     await router.start();
-    await router.runClosedLoop({ window: 16, count: 400 });
+    await router.runClosedLoop({ window: 8, count: 400 });
     const s = await router.stop();
     assert.equal(s.sent, 400);
     assert.equal(s.answered, 400);
