@@ -5,7 +5,8 @@
 // medians of repeated runs.
 
 const path = require('node:path');
-const { spawn } = require('node:child_process');
+const { spawn, execFile } = require('node:child_process');
+const { promisify } = require('node:util');
 const net = require('node:net');
 const { performance } = require('node:perf_hooks');
 const { MessageReader, serialize, DIRECTION } = require('../lib/protocol');
@@ -134,6 +135,18 @@ async function runClient({ port, kind = 'heartbeat', window = 1, durationMs = 30
   };
 }
 
+/**
+ * The gateway's engine calling the backend directly (bench/direct-http.js, its own process) at
+ * `concurrency` for SECONDS: {rate, p50, p99, errors}. deadline: 'none' (a bare POST, the physical
+ * limit), 'controller' or 'timeout' (how each request carries a 250 ms deadline).
+ */
+async function runDirect(engine, url, concurrency, deadline = 'none') {
+  const env = { ...process.env, BENCH_DIRECT_DEADLINE: deadline };
+  const args = [path.join(__dirname, 'direct-http.js'), engine, url, String(concurrency), String(SECONDS)];
+  const { stdout } = await promisify(execFile)(process.execPath, args, { env });
+  return JSON.parse(stdout);
+}
+
 /** CPU seconds and RSS of a process between two calls. */
 function cpuMeter(pid) {
   const first = readProc(pid);
@@ -158,5 +171,5 @@ const REPEATS = Number(process.env.BENCH_REPEATS || 3);
 const SECONDS = Number(process.env.BENCH_SECONDS || 3);
 
 module.exports = {
-  start, startBare, startPlainBackend, startRestSim, startGateway, runClient, cpuMeter, medianRun, median, REPEATS, SECONDS, QUERY, BIN,
+  start, startBare, startPlainBackend, startRestSim, startGateway, runClient, runDirect, cpuMeter, medianRun, median, REPEATS, SECONDS, QUERY, BIN,
 };

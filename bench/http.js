@@ -4,20 +4,10 @@
 // the same backend directly, at concurrency 1 (added latency) and 32 (throughput), against a
 // plain node:http backend (never the bottleneck) and against rest-sim. Reports gateway/direct.
 
-const path = require('node:path');
-const { execFile } = require('node:child_process');
-const { promisify } = require('node:util');
 const {
-  startPlainBackend, startRestSim, startGateway, runClient, medianRun, cpuMeter, REPEATS, SECONDS,
+  startPlainBackend, startRestSim, startGateway, runClient, runDirect, medianRun, cpuMeter, REPEATS, SECONDS,
 } = require('./harness');
 const { table, writeResult } = require('./report');
-
-const run = promisify(execFile);
-
-async function direct(engine, url, concurrency) {
-  const { stdout } = await run(process.execPath, [path.join(__dirname, 'direct-http.js'), engine, url, String(concurrency), String(SECONDS)]);
-  return JSON.parse(stdout);
-}
 
 async function main() {
   const engines = (process.env.BENCH_ENGINES || 'undici,axios').split(',');
@@ -28,7 +18,7 @@ async function main() {
     for (const engine of engines) {
       const gw = await startGateway(backend.url, ['--engine', engine]);
       for (const concurrency of [1, 32]) {
-        const d = await medianRun(REPEATS, 'rate', () => direct(engine, backend.url, concurrency));
+        const d = await medianRun(REPEATS, 'rate', () => runDirect(engine, backend.url, concurrency));
         const meter = cpuMeter(gw.pid);
         const g = await medianRun(REPEATS, 'rate', () => runClient({ port: gw.port, kind: 'query', window: concurrency, durationMs: SECONDS * 1000 }));
         const usage = meter();

@@ -11,21 +11,10 @@
 //   BENCH_GATEWAY_ARGS='--config my.json' node bench/limit.js   (more flags for this build's gateway)
 //   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js node bench/limit.js   (a second build, interleaved)
 
-const path = require('node:path');
-const { execFile } = require('node:child_process');
-const { promisify } = require('node:util');
 const {
-  startBare, startPlainBackend, startGateway, runClient, cpuMeter, median, REPEATS, SECONDS,
+  startBare, startPlainBackend, startGateway, runClient, runDirect, cpuMeter, median, REPEATS, SECONDS,
 } = require('./harness');
 const { table, writeResult } = require('./report');
-
-const run = promisify(execFile);
-
-async function direct(engine, url, concurrency, deadline = 'none') {
-  const env = { ...process.env, BENCH_DIRECT_DEADLINE: deadline };
-  const { stdout } = await run(process.execPath, [path.join(__dirname, 'direct-http.js'), engine, url, String(concurrency), String(SECONDS)], { env });
-  return JSON.parse(stdout);
-}
 
 async function main() {
   const engines = (process.env.BENCH_ENGINES || 'undici').split(',');
@@ -43,15 +32,15 @@ async function main() {
     const query = (port, window) => runClient({ port, kind: 'query', window, durationMs: SECONDS * 1000 });
     for (let i = 0; i < REPEATS; i++) {
       const b = await query(bare.port, 1);
-      const d1 = await direct(engine, backend.url, 1);
+      const d1 = await runDirect(engine, backend.url, 1);
       const limitMs = 1000 / b.rate + 1000 / d1.rate;
       const seq = [];
       for (const g of gateways) {
         const meter = cpuMeter(g.gw.pid);
         seq.push([await query(g.gw.port, 1), meter()]);
       }
-      const d32 = await direct(engine, backend.url, 32);
-      const d32t = await direct(engine, backend.url, 32, 'timeout');
+      const d32 = await runDirect(engine, backend.url, 32);
+      const d32t = await runDirect(engine, backend.url, 32, 'timeout');
       gateways.forEach((g, k) => g.repeats.push({ b, d1, d32, d32t, limitMs, g1: seq[k][0], cpu1: seq[k][1] }));
       for (const g of gateways) g.repeats[i].g32 = await query(g.gw.port, 32);
     }

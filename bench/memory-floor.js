@@ -12,7 +12,8 @@ async function main() {
   holdYoungGeneration(); // the gateway's own V8 settings, so only the libraries differ
   if (process.argv[2] === 'libraries') {
     const http = require('node:http');
-    require('winston').createLogger({ transports: [new (require('winston').transports.Console)({ silent: true })] });
+    const winston = require('winston');
+    winston.createLogger({ transports: [new winston.transports.Console({ silent: true })] });
     require('express')();
     const client = require('prom-client');
     client.collectDefaultMetrics({ register: new client.Registry() });

@@ -14,7 +14,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const http = require('node:http');
-const { start, startPlainBackend, BIN } = require('./harness');
+const { start, startPlainBackend, cpuMeter, BIN } = require('./harness');
 const { Router } = require('../simulator/router');
 const { table, writeResult } = require('./report');
 
@@ -27,12 +27,6 @@ function status(pid) {
   const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(text)[1]);
   return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024, anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
-}
-
-/** CPU ticks (utime + stime, 1/100 s) of a process. */
-function procStat(pid) {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return Number(f[11]) + Number(f[12]);
 }
 
 function scrape(port) {
@@ -55,9 +49,9 @@ async function measure({ name, bin, nodeArgs, configFile }, backendUrl) {
   let rssMax = 0;
   const sampler = setInterval(() => { rssMax = Math.max(rssMax, status(gw.pid).rss); }, 200);
   const scraper = setInterval(() => scrape(adminPort), 1000);
-  const t0 = procStat(gw.pid);
+  const meter = cpuMeter(gw.pid);
   await router.runOpenLoop({ rate: RATE, durationMs: SECONDS * 1000 });
-  const t1 = procStat(gw.pid);
+  const { cpuPct } = meter();
   clearInterval(sampler);
   clearInterval(scraper);
   const end = status(gw.pid);
@@ -67,7 +61,7 @@ async function measure({ name, bin, nodeArgs, configFile }, backendUrl) {
   return {
     name, nodeArgs: nodeArgs.join(' '), idleRssMb: idle.rss, idleAnonMb: idle.anon, idleFileMb: idle.file, startHwmMb: idle.hwm,
     loadRssMaxMb: Math.max(rssMax, end.rss),
-    hwmMb: end.hwm, endRssMb: end.rss, answered: s.answered, errors, p99Ms: s.latencyMs.p99, cpuPct: (t1 - t0) / SECONDS,
+    hwmMb: end.hwm, endRssMb: end.rss, answered: s.answered, errors, p99Ms: s.latencyMs.p99, cpuPct,
   };
 }
 
