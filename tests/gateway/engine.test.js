@@ -1,0 +1,82 @@
+'use strict';
+
+// The undici engine's own handler (Pool.dispatch, not pool.request): bodies that arrive in
+// pieces, and aborts before, during and while waiting for a connection, against a real server.
+
+const assert = require('node:assert/strict');
+const { createEngine } = require('../../gateway/engines');
+const { DEADLINE } = require('../../gateway/engines/errors');
+const { startTestBackend } = require('../helpers/stack');
+
+describe('undici engine', () => {
+  let backend;
+  let engine;
+  let behaviour;
+
+  beforeEach(async () => {
+    behaviour = (req, res) => res.end('{}');
+    backend = await startTestBackend((req, res, entry) => behaviour(req, res, entry));
+  });
+
+  afterEach(async () => {
+    await engine.close();
+    await backend.close();
+  });
+
+  const post = (signal) => engine.request({
+    origin: backend.url, path: '/q', method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1}', signal,
+  });
+
+  it('joins a body sent in pieces, a character split across two of them included', async () => {
+    engine = createEngine('undici', {});
+    const bytes = Buffer.from('{"vars":{"1":"Jos\u00e9"}}');
+    const cut = bytes.indexOf(0xc3) + 1; // between the two bytes of é
+    behaviour = (req, res) => {
+      res.writeHead(201, { 'content-type': 'application/json' });
+      res.write(bytes.subarray(0, cut));
+      setTimeout(() => res.end(bytes.subarray(cut)), 20);
+    };
+    const r = await post();
+    assert.equal(r.status, 201);
+    assert.deepEqual(JSON.parse(r.text), { vars: { 1: 'Jos\u00e9' } });
+    assert.equal(backend.requests[0].body, '{"a":1}');
+  });
+
+  it('an already aborted signal fails at once and sends nothing', async () => {
+    engine = createEngine('undici', {});
+    const c = new AbortController();
+    c.abort(DEADLINE);
+    await assert.rejects(post(c.signal), { reason: 'deadline' });
+    assert.equal(backend.requests.length, 0);
+  });
+
+  it('an abort mid-request closes the backend request; a later request still works', async () => {
+    engine = createEngine('undici', {});
+    behaviour = () => {}; // never answers
+    const c = new AbortController();
+    const pending = post(c.signal);
+    while (backend.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    c.abort();
+    await assert.rejects(pending, { reason: 'aborted' });
+    while (!backend.requests[0].closed) await new Promise((r) => setTimeout(r, 5));
+    behaviour = (req, res) => res.end('{"ok":true}');
+    assert.deepEqual(await post(), { status: 200, text: '{"ok":true}' });
+  });
+
+  it('an abort while waiting for a free connection fails at once; the held request is unaffected', async () => {
+    engine = createEngine('undici', { connections: 1 });
+    let release;
+    behaviour = (req, res) => { release = () => res.end('{"first":true}'); };
+    const first = post();
+    while (backend.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    const c = new AbortController();
+    const queued = post(c.signal);
+    c.abort(DEADLINE);
+    await assert.rejects(queued, { reason: 'deadline' }); // before the connection is free
+    release();
+    assert.deepEqual(await first, { status: 200, text: '{"first":true}' });
+    behaviour = (req, res) => res.end('{}');
+    assert.equal((await post()).status, 200);
+    assert.equal(backend.requests.length, 2, 'the aborted request never reached the backend');
+  });
+});
