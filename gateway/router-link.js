@@ -132,13 +132,21 @@ class RouterLink {
 
   // ---- output ------------------------------------------------------------------------------
 
-  /** One write per reply; replies finished in the same tick go out in one corked burst. */
-  send(buf) {
+  /**
+   * One write per reply; replies finished in the same tick go out in one corked burst. `more`:
+   * other queries of this connection are still in flight, so the burst is held until the end of
+   * this round of I/O (setImmediate) and answers that arrive on other backend sockets in the same
+   * round join it: one write for many replies under load, while a lone reply still leaves at once.
+   */
+  send(buf, more = false) {
     const socket = this.socket;
     if (this.closed || this.finishing || socket.destroyed) return;
     if (!this.corked) {
       this.corked = true;
       socket.cork();
+      if (more) setImmediate(uncork, this);
+      else process.nextTick(uncork, this);
+    } else if (!more) {
       process.nextTick(uncork, this);
     }
     socket.write(buf);

@@ -351,7 +351,7 @@ class Session {
     if (outcome === 'ok' || outcome === 'duplicate') this.counters.ok++;
     else this.counters.failed++;
     this.metrics.observeQuery(q.subtype, outcome, p === null ? 0 : p.elapsed());
-    this.send(reply);
+    this.link.send(reply, this.inflight.size > 0);
     if (p !== null) this.afterSettle();
   }
 

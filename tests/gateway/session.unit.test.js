@@ -30,16 +30,24 @@ class FakeSocket extends EventEmitter {
 
   setKeepAlive() {}
 
-  cork() {}
+  /** What went out between a cork and its uncork: one entry of `bursts`, the invokeIds written. */
+  cork() {
+    this.burst = [];
+  }
 
-  uncork() {}
+  uncork() {
+    (this.bursts ||= []).push(this.burst);
+    this.burst = null;
+  }
 
   pause() { this.paused = true; }
 
   resume() { this.paused = false; }
 
   write(buf) {
+    const before = this.replies.length;
     this.reader.push(buf);
+    if (this.burst) this.burst.push(...this.replies.slice(before).map((m) => m.invokeId));
     return true;
   }
 
@@ -176,6 +184,25 @@ describe('Session (unit, fake clock)', () => {
     await flush();
     assert.deepEqual(socket.replies.map((m) => [m.type, m.invokeId]), [['OPEN_CONF', 1], ['QUERY_RESP', 6], ['FAILURE_CONF', 5], ['CLOSE_CONF', 7]]);
     assert.equal(socket.destroyed, false);
+  });
+
+  it('holds replies for one round of I/O while other queries are in flight; the last one leaves at once', async () => {
+    make();
+    open();
+    for (let i = 0; i < 3; i++) socket.feed(serialize.queryReq({ invokeId: 10 + i, routerCallDay: 1, routerCallKey: 1, subtype: 'x' }));
+    const ticks = async () => { for (let i = 0; i < 10; i++) await new Promise((r) => process.nextTick(r)); };
+    await new Promise((r) => setImmediate(r));
+    socket.bursts = [];
+    backend.calls[0].resolve({ kind: 'ok', answer: {} }); // two answers from two backend sockets in one round
+    await ticks();
+    backend.calls[1].resolve({ kind: 'ok', answer: {} });
+    await ticks();
+    assert.deepEqual(socket.bursts, [], 'held while query 12 is in flight');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(socket.bursts, [[10, 11]]);
+    backend.calls[2].resolve({ kind: 'ok', answer: {} });
+    await ticks();
+    assert.deepEqual(socket.bursts, [[10, 11], [12]], 'nothing else in flight: no wait for the end of the round');
   });
 
   it('stops reading past limits.maxInFlight and resumes when replies drain to half', async () => {
