@@ -1,6 +1,8 @@
 'use strict';
 
-const { Pool } = require('undici');
+// Pool alone, not require('undici'): the package index also loads fetch, WebSocket, EventSource, the
+// cache and mock agents, about 7 MB of RSS the gateway never uses (docs/performance.md, issue 18).
+const Pool = require('undici/lib/dispatcher/pool');
 const { reasonOf, EngineError } = require('./errors');
 
 /**
