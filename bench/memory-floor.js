@@ -2,7 +2,7 @@
 
 // The floor under the gateway's RSS, run as its own process by bench/memory.js: Node alone
 // (`node bench/memory-floor.js node`), or Node with the libraries the gateway loads when its admin
-// port and metrics are on (winston, express, prom-client with Node's default metrics, undici with
+// port and metrics are on (winston, express, prom-client with Node's default metrics, undici's Pool with
 // one request made so its HTTP parser is compiled, binary-parser), doing nothing else
 // (`node bench/memory-floor.js libraries`). Prints its pid once settled, then idles until killed.
 
@@ -18,13 +18,12 @@ async function main() {
     const client = require('prom-client');
     client.collectDefaultMetrics({ register: new client.Registry() });
     require('binary-parser');
-    const { Pool } = require('undici');
+    const { Engine } = require('../gateway/engines/undici'); // undici's Pool, loaded as the gateway loads it
     const server = http.createServer((req, res) => res.end('{}'));
     await new Promise((r) => server.listen(0, '127.0.0.1', r));
-    const pool = new Pool(`http://127.0.0.1:${server.address().port}`);
-    const res = await pool.request({ path: '/', method: 'POST', body: '{}' });
-    await res.body.text();
-    await pool.close();
+    const engine = new Engine();
+    await engine.request({ origin: `http://127.0.0.1:${server.address().port}`, path: '/', method: 'POST', body: '{}' });
+    await engine.close();
     await new Promise((r) => server.close(r));
   }
   process.stdout.write(`${process.pid}\n`);
