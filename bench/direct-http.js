@@ -1,7 +1,8 @@
 'use strict';
 
 // The HTTP client limit, run as its own process: the gateway's engine calling the backend
-// directly at concurrency C, with the same request the gateway would send. Prints JSON.
+// directly at concurrency C, with the same request the gateway would send. Prints JSON: rate,
+// p50, p99, errors, and its own CPU per query.
 //   node bench/direct-http.js <engine> <backendUrl> <concurrency> <seconds>
 
 const { performance } = require('node:perf_hooks');
@@ -57,15 +58,17 @@ async function main() {
   await new Promise((r) => setTimeout(r, 500));
   measuring = true;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   await new Promise((r) => setTimeout(r, Number(secondsArg) * 1000));
   const elapsed = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   measuring = false;
   const counted = done;
   stop = true;
   await Promise.all(workers);
   await engine.close();
   const ms = (p) => hist.getValueAtPercentile(p) / 1000;
-  process.stdout.write(`${JSON.stringify({ rate: (counted * 1000) / elapsed, p50: ms(50), p99: ms(99), errors })}\n`);
+  process.stdout.write(`${JSON.stringify({ rate: (counted * 1000) / elapsed, p50: ms(50), p99: ms(99), errors, cpuUsPerQuery: (cpu.user + cpu.system) / counted })}\n`);
 }
 
 main();

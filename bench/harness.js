@@ -74,7 +74,8 @@ const QUERY = { routerCallDay: 1, subtype: 'customer.lookup', clid: '5551000042'
 
 /**
  * A closed-loop GED-145 client: `window` requests outstanding for `durationMs`.
- * kind 'heartbeat' | 'query'. Returns {rate, p50, p99, p999, max (ms), errors, lost, duplicated}.
+ * kind 'heartbeat' | 'query'. Returns {rate, p50, p99, p999, max (ms), errors, lost, duplicated,
+ * cpuUsPerQuery (the client's own CPU)}.
  */
 async function runClient({ port, kind = 'heartbeat', window = 1, durationMs = 3000, warmupMs = 500 }) {
   const socket = net.connect(port, '127.0.0.1');
@@ -122,8 +123,10 @@ async function runClient({ port, kind = 'heartbeat', window = 1, durationMs = 30
   await new Promise((r) => setTimeout(r, warmupMs));
   measuring = true;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   await new Promise((r) => setTimeout(r, durationMs));
   const elapsed = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   measuring = false;
   const counted = done;
   stopping = true;
@@ -132,6 +135,7 @@ async function runClient({ port, kind = 'heartbeat', window = 1, durationMs = 30
   const ms = (p) => hist.getValueAtPercentile(p) / 1000;
   return {
     rate: (counted * 1000) / elapsed, p50: ms(50), p99: ms(99), p999: ms(99.9), max: hist.maxValue / 1000, errors, lost: drained ? 0 : pending.size, duplicated,
+    cpuUsPerQuery: (cpu.user + cpu.system) / counted, // this (the router's) process
   };
 }
 

@@ -5,16 +5,37 @@
 //   sequential: limit = bare framed round trip (the same QUERY_REQ to a server that does no work)
 //               + direct HTTP round trip (the gateway's engine, same request, same backend);
 //               ratio = limit time / gateway time (1.00 = the gateway adds nothing of its own).
-//   concurrency 32: gateway queries/s / direct HTTP queries/s.
+//   concurrency 32: gateway queries/s / direct HTTP queries/s, and the CPU per query of every process
+//               on each path, which bounds that ratio on a machine whose cores they share.
 // Each ratio is the median of the per-repeat ratios.
 //   BENCH_REPEATS=5 BENCH_SECONDS=3 BENCH_ENGINES=undici,axios node bench/limit.js
 //   BENCH_GATEWAY_ARGS='--config my.json' node bench/limit.js   (more flags for this build's gateway)
 //   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js node bench/limit.js   (a second build, interleaved)
 
+const http = require('node:http');
 const {
   startBare, startPlainBackend, startGateway, runClient, runDirect, cpuMeter, median, REPEATS, SECONDS,
 } = require('./harness');
 const { table, writeResult } = require('./report');
+const { readProc } = require('../runner/monitor');
+
+const usPerQuery = ({ cpuPct }, rate) => (cpuPct * 10_000) / rate;
+
+const served = (url) => new Promise((resolve, reject) => {
+  http.get(`${url}/served`, (res) => {
+    let body = '';
+    res.on('data', (c) => { body += c; }).on('end', () => resolve(Number(body)));
+  }).on('error', reject);
+});
+
+/** The backend's CPU per request it served between the call and the returned function's. */
+async function backendMeter(backend) {
+  const [first, t0] = [readProc(backend.pid), await served(backend.url)];
+  return async () => {
+    const n = (await served(backend.url)) - t0;
+    return ((readProc(backend.pid).ticks - first.ticks) * 10_000) / n;
+  };
+}
 
 async function main() {
   const engines = (process.env.BENCH_ENGINES || 'undici').split(',');
@@ -39,10 +60,17 @@ async function main() {
         const meter = cpuMeter(g.gw.pid);
         seq.push([await query(g.gw.port, 1), meter()]);
       }
+      const directBackend = await backendMeter(backend);
       const d32 = await runDirect(engine, backend.url, 32);
+      d32.backendUs = await directBackend();
       const d32t = await runDirect(engine, backend.url, 32, 'timeout');
       gateways.forEach((g, k) => g.repeats.push({ b, d1, d32, d32t, limitMs, g1: seq[k][0], cpu1: seq[k][1] }));
-      for (const g of gateways) g.repeats[i].g32 = await query(g.gw.port, 32);
+      for (const g of gateways) {
+        const [gwMeter, beMeter] = [cpuMeter(g.gw.pid), await backendMeter(backend)];
+        const g32 = await query(g.gw.port, 32);
+        Object.assign(g32, { gatewayUs: usPerQuery(gwMeter(), g32.rate), backendUs: await beMeter() });
+        g.repeats[i].g32 = g32;
+      }
     }
     for (const { name, gw, repeats } of gateways) {
       await gw.stop();
@@ -55,6 +83,11 @@ async function main() {
         gatewayMs: m((r) => 1000 / r.g1.rate), seqRatio: median(seqRatios), seqRatios, gatewayUsPerQuery: m((r) => (r.cpu1.cpuPct * 10_000) / r.g1.rate),
         direct32: m((r) => r.d32.rate), gateway32: m((r) => r.g32.rate), c32Ratio: median(c32Ratios), c32Ratios,
         direct32Deadline: m((r) => r.d32t.rate), c32DeadlineRatio: median(c32DeadlineRatios), c32DeadlineRatios,
+        cpu32: {
+          client: m((r) => r.d32.cpuUsPerQuery), directBackend: m((r) => r.d32.backendUs),
+          router: m((r) => r.g32.cpuUsPerQuery), gateway: m((r) => r.g32.gatewayUs), backend: m((r) => r.g32.backendUs),
+          ceiling: median(repeats.map((r) => (r.d32.cpuUsPerQuery + r.d32.backendUs) / (r.g32.cpuUsPerQuery + r.g32.gatewayUs + r.g32.backendUs))),
+        },
         errors: repeats.reduce((a, r) => a + r.g1.errors + r.g32.errors + r.d1.errors + r.d32.errors, 0),
         lost: repeats.reduce((a, r) => a + r.g1.lost + r.g32.lost, 0), duplicated: repeats.reduce((a, r) => a + r.g1.duplicated + r.g32.duplicated, 0),
       });
@@ -69,6 +102,13 @@ async function main() {
   process.stdout.write(table(c32Headers,
     rows.map((r) => [r.engine, r.build, Math.round(r.direct32), Math.round(r.gateway32), r.c32Ratio, list(r.c32Ratios), Math.round(r.direct32Deadline),
       r.c32DeadlineRatio, list(r.c32DeadlineRatios), r.errors, r.lost, r.duplicated])));
+  process.stdout.write('\n');
+  // Both runs at concurrency 32 are CPU-bound on this machine's cores, which the processes share:
+  // a query costs the direct path client + backend CPU, the gateway path router + gateway + backend.
+  // ceiling = the c32 ratio those costs allow, whatever the gateway does with its time.
+  process.stdout.write(table(['engine', 'gateway', 'direct: client', 'backend', 'via gateway: router', 'gateway', 'backend', 'ceiling'],
+    rows.map(({ engine, build, cpu32: c }) => [engine, build, ...[c.client, c.directBackend, c.router, c.gateway, c.backend].map(Math.round), c.ceiling])));
+  process.stdout.write('CPU us per query at concurrency 32 (medians); ceiling = (client + backend) / (router + gateway + backend)\n');
   process.stdout.write('targets: seq ratio >= 0.85, c32 ratio >= 0.85. direct = a bare POST with the same engine; direct+deadline = each POST with\n'
     + 'AbortSignal.timeout(250), as a client that honours a deadline writes it (and as this ratio was measured before issue 18)\n');
   writeResult('limit', { repeats: REPEATS, seconds: SECONDS, rows });
