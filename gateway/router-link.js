@@ -1,7 +1,8 @@
 'use strict';
 
 // The socket side of one router connection: bytes in through the MessageReader (with the
-// partial-frame and idle timers), replies out (one write each, corked per tick, bounded by
+// partial-frame and idle timers), replies out (one write each, corked per tick or per round of
+// I/O while more are due, bounded by
 // limits.maxOutboundBytes), flow control, and the close: a lingering close after our FIN, and
 // the router's own FIN (a half-close). What the messages mean is the Session's business
 // (session.js); the link tells it through four callbacks:
@@ -26,9 +27,14 @@ function socketOnClose() {
 function socketOnError(err) {
   this.link.onSocketError(err);
 }
+// RouterLink.corked: not corked, or uncorked on the next tick, or at the end of this round of I/O.
+const NOT_CORKED = 0;
+const UNTIL_TICK = 1;
+const UNTIL_ROUND = 2;
+
 function uncork(link) {
-  if (!link.corked) return;
-  link.corked = false;
+  if (link.corked === NOT_CORKED) return;
+  link.corked = NOT_CORKED;
   if (!link.socket.destroyed) link.socket.uncork();
 }
 
@@ -46,7 +52,7 @@ class RouterLink {
     this.onClosedCallback = onClosed;
 
     this.paused = false; // reading stopped at the in-flight cap
-    this.corked = false;
+    this.corked = NOT_CORKED;
     // Closing: `inputStopped` once the session decided to close (input is read and discarded from
     // then on), `finishing` once our FIN is queued, `peerEnded` once the router's FIN arrived,
     // `closed` once the socket is gone.
@@ -141,12 +147,13 @@ class RouterLink {
   send(buf, more = false) {
     const socket = this.socket;
     if (this.closed || this.finishing || socket.destroyed) return;
-    if (!this.corked) {
-      this.corked = true;
+    if (this.corked === NOT_CORKED) {
       socket.cork();
+      this.corked = more ? UNTIL_ROUND : UNTIL_TICK;
       if (more) setImmediate(uncork, this);
       else process.nextTick(uncork, this);
-    } else if (!more) {
+    } else if (this.corked === UNTIL_ROUND && !more) {
+      this.corked = UNTIL_TICK; // the last reply due: the burst leaves now, not at the round's end
       process.nextTick(uncork, this);
     }
     socket.write(buf);
@@ -230,8 +237,8 @@ class RouterLink {
     if (this.finishing || this.closed) return;
     this.finishing = true;
     const socket = this.socket;
-    if (this.corked) {
-      this.corked = false;
+    if (this.corked !== NOT_CORKED) {
+      this.corked = NOT_CORKED;
       socket.uncork();
     }
     socket.end(last);

@@ -1,7 +1,7 @@
 'use strict';
 
 // Pool alone, not require('undici'): the package index also loads fetch, WebSocket, EventSource, the
-// cache and mock agents, about 7 MB of RSS the gateway never uses (docs/performance.md, issue 18).
+// cache and mock agents, which the gateway never uses: about 4 MB of its RSS (docs/performance.md).
 const Pool = require('undici/lib/dispatcher/pool');
 const { reasonOf, EngineError } = require('./errors');
 
