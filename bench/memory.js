@@ -82,7 +82,8 @@ async function floor(kind) {
   const settled = status(p.pid);
   await p.stop();
   return {
-    name: kind === 'node' ? 'floor: node alone' : 'floor: libraries only', idleRssMb: idle.rss, settledRssMb: settled.rss, settledAnonMb: settled.anon, settledFileMb: settled.file,
+    name: kind === 'node' ? 'floor: node alone' : 'floor: libraries only',
+    idleRssMb: idle.rss, settledRssMb: settled.rss, settledAnonMb: settled.anon, settledFileMb: settled.file,
   };
 }
 
@@ -110,7 +111,9 @@ async function main() {
     fs.rmSync(dir, { recursive: true, force: true });
     await backend.stop();
   }
-  const headers = ['gateway', 'idle 5 s', 'idle 20 s', 'anon', 'file', 'start HWM', `RSS max at ${RATE}/s`, 'HWM', '20 s after', 'answered', 'errors', 'p99 ms', 'CPU %'];
+  const headers = [
+    'gateway', 'idle 5 s', 'idle 20 s', 'anon', 'file', 'start HWM', `RSS max at ${RATE}/s`, 'HWM', '20 s after', 'answered', 'errors', 'p99 ms', 'CPU %',
+  ];
   process.stdout.write(table(headers, rows.map((r) => [r.name, r.idleRssMb, r.settledRssMb, r.settledAnonMb, r.settledFileMb,
     ...[r.startHwmMb, r.loadRssMaxMb, r.hwmMb, r.afterLoadRssMb, r.answered, r.errors, r.p99Ms, r.cpuPct].map((v) => (v === undefined ? '-' : v))])));
   process.stdout.write(`MiB (anon, file: at 20 s idle); targets: idle RSS <= 70, high-water <= 90 under ${RATE}/s for ${SECONDS} s\n`);
