@@ -1,11 +1,10 @@
 'use strict';
 
 // The socket side of one router connection: bytes in through the MessageReader (with the
-// partial-frame and idle timers), replies out (one write each, corked per tick or per round of
-// I/O while more are due, bounded by
-// limits.maxOutboundBytes), flow control, and the close: a lingering close after our FIN, and
-// the router's own FIN (a half-close). What the messages mean is the Session's business
-// (session.js); the link tells it through four callbacks:
+// partial-frame and idle timers), replies out (one write each, corked per tick, or per round of
+// I/O while more replies are due; bounded by limits.maxOutboundBytes), flow control, and the
+// close: a lingering close after our FIN, and the router's own FIN (a half-close). What the
+// messages mean is the Session's business (session.js); the link tells it through four callbacks:
 //   onMessage(msg), onProtocolError(err)   one per frame, from the reader
 //   onPeerEnd()                           the router sent FIN while we had not decided to close
 //   onClosed()                            the socket is gone; called once
