@@ -1,10 +1,11 @@
 'use strict';
 
 // The socket side of one router connection: bytes in through the MessageReader (with the
-// partial-frame and idle timers), replies out (one write each, corked per tick, or per round of
-// I/O while more replies are due; bounded by limits.maxOutboundBytes), flow control, and the
-// close: a lingering close after our FIN, and the router's own FIN (a half-close). What the
-// messages mean is the Session's business (session.js); the link tells it through four callbacks:
+// partial-frame and idle timers), replies out (corked per tick while router input is handled,
+// per round of I/O while more replies are due, a lone reply written at once; bounded by
+// limits.maxOutboundBytes), flow control, and the close: a lingering close after our FIN, and
+// the router's own FIN (a half-close). What the messages mean is the Session's business
+// (session.js); the link tells it through four callbacks:
 //   onMessage(msg), onProtocolError(err)   one per frame, from the reader
 //   onPeerEnd()                           the router sent FIN while we had not decided to close
 //   onClosed()                            the socket is gone; called once
@@ -52,6 +53,7 @@ class RouterLink {
 
     this.paused = false; // reading stopped at the in-flight cap
     this.corked = NOT_CORKED;
+    this.reading = false; // inside onData: replies made now share the tick's burst
     // Closing: `inputStopped` once the session decided to close (input is read and discarded from
     // then on), `finishing` once our FIN is queued, `peerEnded` once the router's FIN arrived,
     // `closed` once the socket is gone.
@@ -100,6 +102,7 @@ class RouterLink {
     if (this.inputStopped) return; // closing: read and discard, so the close is not a reset
     this.lastRx = performance.now();
     const framesBefore = this.reader.frames;
+    this.reading = true;
     try {
       this.reader.push(chunk);
     } catch (err) {
@@ -107,6 +110,8 @@ class RouterLink {
       this.log.error('internal error while handling router data; closing the connection', { ...this.meta, error: err.message });
       this.destroy('internal error');
       return;
+    } finally {
+      this.reading = false;
     }
     if (this.reader.bufferedBytes > 0) {
       // The frame now buffered started in this chunk if any frame completed in it.
@@ -138,19 +143,18 @@ class RouterLink {
   // ---- output ------------------------------------------------------------------------------
 
   /**
-   * One write per reply; replies finished in the same tick go out in one corked burst. `more`:
-   * other queries of this connection are still in flight, so the burst is held until the end of
-   * this round of I/O (setImmediate) and answers that arrive on other backend sockets in the same
-   * round join it: one write for many replies under load, while a lone reply still leaves at once.
+   * Replies made while a chunk of router input is handled go out in one corked burst at the end
+   * of the tick. `more`: other queries of this connection are still in flight, so the burst is
+   * held until the end of this round of I/O (setImmediate) and answers that arrive on other
+   * backend sockets in the same round join it: one write for many replies under load. The last
+   * reply due, with nothing corked, is written at once: a lone query's answer waits for nothing.
    */
   send(buf, more = false) {
     const socket = this.socket;
     if (this.closed || this.finishing || socket.destroyed) return;
     if (this.corked === NOT_CORKED) {
-      socket.cork();
-      this.corked = more ? UNTIL_ROUND : UNTIL_TICK;
-      if (more) setImmediate(uncork, this);
-      else process.nextTick(uncork, this);
+      // Otherwise nothing to batch with: written now, not after the rest of the tick's work.
+      if (more || this.reading) this.cork(more);
     } else if (this.corked === UNTIL_ROUND && !more) {
       this.corked = UNTIL_TICK; // the last reply due: the burst leaves now, not at the round's end
       process.nextTick(uncork, this);
@@ -163,6 +167,13 @@ class RouterLink {
       });
       this.destroy('outbound buffer limit');
     }
+  }
+
+  cork(untilRound) {
+    this.socket.cork();
+    this.corked = untilRound ? UNTIL_ROUND : UNTIL_TICK;
+    if (untilRound) setImmediate(uncork, this);
+    else process.nextTick(uncork, this);
   }
 
   // ---- timers ------------------------------------------------------------------------------

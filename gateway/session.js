@@ -348,10 +348,11 @@ class Session {
   }
 
   finishQuery(p, q, outcome, reply) {
+    const seconds = p === null ? 0 : p.elapsed();
+    this.link.send(reply, this.inflight.size > 0); // first: the books can wait, the router cannot
     if (outcome === 'ok' || outcome === 'duplicate') this.counters.ok++;
     else this.counters.failed++;
-    this.metrics.observeQuery(q.subtype, outcome, p === null ? 0 : p.elapsed());
-    this.link.send(reply, this.inflight.size > 0);
+    this.metrics.observeQuery(q.subtype, outcome, seconds);
     if (p !== null) this.afterSettle();
   }
 

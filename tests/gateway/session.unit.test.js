@@ -44,10 +44,13 @@ class FakeSocket extends EventEmitter {
 
   resume() { this.paused = false; }
 
+  /** A write outside a cork is a burst of its own. */
   write(buf) {
     const before = this.replies.length;
     this.reader.push(buf);
-    if (this.burst) this.burst.push(...this.replies.slice(before).map((m) => m.invokeId));
+    const ids = this.replies.slice(before).map((m) => m.invokeId);
+    if (this.burst) this.burst.push(...ids);
+    else if (this.bursts) this.bursts.push(ids);
     return true;
   }
 
@@ -201,8 +204,20 @@ describe('Session (unit, fake clock)', () => {
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(socket.bursts, [[10, 11]]);
     backend.calls[2].resolve({ kind: 'ok', answer: {} });
-    await ticks();
-    assert.deepEqual(socket.bursts, [[10, 11], [12]], 'nothing else in flight: no wait for the end of the round');
+    for (let i = 0; i < 20; i++) await null; // promise continuations only: no tick, no round of I/O
+    assert.deepEqual(socket.bursts, [[10, 11], [12]], 'nothing else in flight: written at once, not corked until the next tick');
+  });
+
+  it('answers what one chunk of router input asks in one burst', async () => {
+    const tick = () => new Promise((r) => process.nextTick(r));
+    make();
+    open();
+    await tick();
+    socket.bursts = [];
+    socket.feed(Buffer.concat([21, 22, 23].map((id) => serialize.heartbeatReq(id))));
+    assert.deepEqual(socket.bursts, [], 'corked until the end of the tick');
+    await tick();
+    assert.deepEqual(socket.bursts, [[21, 22, 23]]);
   });
 
   it('stops reading past limits.maxInFlight and resumes when replies drain to half', async () => {
