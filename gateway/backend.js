@@ -11,6 +11,7 @@ const {
   queryJson, fillTemplate, encodeSegment, jsonPath, mapResponse, PlaceholderError,
 } = require('./routes');
 const { createEngine } = require('./engines');
+const { asAbortSignal } = require('./abort');
 const { text: { printable } } = require('../lib/protocol');
 const { BackendHealth } = require('./backend-health');
 const { Breakers } = require('./breakers');
@@ -127,7 +128,7 @@ class Backend {
     };
     if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
     // routes.<subtype>.timeoutMs: this route gives up sooner than the query deadline.
-    request.signal = AbortSignal.any([signal, AbortSignal.timeout(route.timeoutMs)]);
+    request.signal = AbortSignal.any([asAbortSignal(signal), AbortSignal.timeout(route.timeoutMs)]);
     const outcome = await this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
     if (outcome.reason === 'timeout') return hostError('timeout', `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
     return outcome;
@@ -135,7 +136,7 @@ class Backend {
 
   async callModule(route, q, signal) {
     try {
-      const answer = await route.handle(queryJson(q), { signal });
+      const answer = await route.handle(queryJson(q), { signal: asAbortSignal(signal) });
       if (answer === null || typeof answer !== 'object') return { kind: 'ok', answer: {} };
       return { kind: 'ok', answer };
     } catch (err) {

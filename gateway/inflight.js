@@ -5,15 +5,16 @@
 // connection; everything that comes after finds it settled and does nothing.
 
 const { performance } = require('node:perf_hooks');
+const { QuerySignal } = require('./abort');
 
-/** One query in flight: its deadline timer and the controller that aborts its HTTP request. */
+/** One query in flight: its deadline timer and the signal that aborts its backend call. */
 class PendingQuery {
   constructor(query) {
     this.query = query;
     this.start = performance.now();
     this.done = false;
     this.deadlineMs = 0;
-    this.controller = new AbortController();
+    this.signal = new QuerySignal();
     this.timer = null;
   }
 
@@ -63,7 +64,7 @@ class InFlight {
   abortAll(outcome) {
     for (const p of [...this.queries]) {
       this.settle(p);
-      p.controller.abort();
+      p.signal.abort();
       this.metrics.observeQuery(p.query.subtype, outcome, p.elapsed());
     }
   }

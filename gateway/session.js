@@ -264,7 +264,7 @@ class Session {
     // A hard cap, per message: the frames behind this one wait in the reader, unread.
     if (!this.link.paused && this.inflight.size >= this.limits.maxInFlight) this.link.pauseInput();
     if (this.debug) this.log.debug('query', describeQuery(q, this.id, this.redact));
-    resolver.resolve(q, p.controller.signal, p).then(
+    resolver.resolve(q, p.signal, p).then(
       (outcome) => this.complete(p, outcome),
       (err) => this.complete(p, { kind: 'host_error', reason: 'internal', text: 'internal error', err }),
     );
@@ -336,7 +336,7 @@ class Session {
 
   expire(p) {
     if (!this.inflight.settle(p)) return;
-    p.controller.abort(DEADLINE); // a late backend answer is dropped; the backend counts it as a failure
+    p.signal.abort(DEADLINE); // a late backend answer is dropped; the backend counts it as a failure
     const instead = p.resolver.atDeadline(p);
     if (instead !== null) {
       const [label, reply] = this.replyFor(p.query, instead);

@@ -9,6 +9,7 @@
 const http = require('node:http');
 const { MessageReader, serialize, DIRECTION } = require('../lib/protocol');
 const { Backend } = require('./backend');
+const { QuerySignal } = require('./abort');
 const { ReplyWriter } = require('./reply');
 const { Metrics } = require('./metrics');
 
@@ -31,7 +32,7 @@ async function warmUp(config, { queries = 2000, concurrency = 32 } = {}) {
   let next = 0;
   const one = async (q) => {
     const t0 = performance.now();
-    const outcome = await backend.call(q, new AbortController().signal);
+    const outcome = await backend.call(q, new QuerySignal()); // the signal a session gives
     if (outcome.kind === 'ok') reply.queryResp(q, outcome.answer);
     metrics.observeQuery(q.subtype, 'ok', (performance.now() - t0) / 1000); // seconds, as the session records them
   };

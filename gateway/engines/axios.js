@@ -4,6 +4,7 @@ const http = require('node:http');
 const https = require('node:https');
 const axios = require('axios');
 const { reasonOf, EngineError } = require('./errors');
+const { asAbortSignal } = require('../abort');
 
 /** axios over keep-alive agents; the body is read as text, at most maxResponseBytes. */
 class Engine {
@@ -25,7 +26,7 @@ class Engine {
 
   async request({ origin, path, method, headers, body, signal }) {
     try {
-      const res = await this.client.request({ url: origin + path, method, headers, data: body, signal });
+      const res = await this.client.request({ url: origin + path, method, headers, data: body, signal: asAbortSignal(signal) });
       return { status: res.status, text: typeof res.data === 'string' ? res.data : String(res.data) };
     } catch (err) {
       throw new EngineError(reasonOf(err, signal), err);

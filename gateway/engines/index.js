@@ -2,6 +2,8 @@
 
 // The HTTP client behind one small interface, so the gateway does not care which engine runs:
 //   engine.request({origin, path, method, headers, body, signal}) -> Promise<{status, text}>
+//     signal: an AbortSignal, or a query's QuerySignal (../abort.js): an engine that hands it on
+//     to a library passes asAbortSignal(signal).
 //   engine.close()
 // A failed request rejects with an Error whose `reason` is one of:
 //   'aborted' (deadline or router gone), 'too-large', 'unreachable', 'reset', 'error'.

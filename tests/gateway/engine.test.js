@@ -1,11 +1,13 @@
 'use strict';
 
 // The undici engine's own handler (Pool.dispatch, not pool.request): bodies that arrive in
-// pieces, and aborts before, during and while waiting for a connection, against a real server.
+// pieces, and aborts before, during and while waiting for a connection, against a real server,
+// with an AbortController's signal and with a query's QuerySignal.
 
 const assert = require('node:assert/strict');
 const { createEngine } = require('../../gateway/engines');
 const { DEADLINE } = require('../../gateway/engines/errors');
+const { QuerySignal } = require('../../gateway/abort');
 const { startTestBackend } = require('../helpers/stack');
 
 describe('undici engine', () => {
@@ -42,41 +44,59 @@ describe('undici engine', () => {
     assert.equal(backend.requests[0].body, '{"a":1}');
   });
 
-  it('an already aborted signal fails at once and sends nothing', async () => {
-    engine = createEngine('undici', {});
-    const c = new AbortController();
-    c.abort(DEADLINE);
-    await assert.rejects(post(c.signal), { reason: 'deadline' });
-    assert.equal(backend.requests.length, 0);
-  });
+  // The session's own QuerySignal, and a real AbortController as any other caller would give.
+  const SIGNALS = {
+    AbortController: () => new AbortController(),
+    QuerySignal: () => { const s = new QuerySignal(); return { signal: s, abort: (reason) => s.abort(reason) }; },
+  };
+  for (const [kind, makeSignal] of Object.entries(SIGNALS)) {
+    it(`an already aborted signal fails at once and sends nothing (${kind})`, async () => {
+      engine = createEngine('undici', {});
+      const c = makeSignal();
+      c.abort(DEADLINE);
+      await assert.rejects(post(c.signal), { reason: 'deadline' });
+      assert.equal(backend.requests.length, 0);
+    });
 
-  it('an abort mid-request closes the backend request; a later request still works', async () => {
-    engine = createEngine('undici', {});
+    it(`an abort mid-request closes the backend request; a later request still works (${kind})`, async () => {
+      engine = createEngine('undici', {});
+      behaviour = () => {}; // never answers
+      const c = makeSignal();
+      const pending = post(c.signal);
+      while (backend.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+      c.abort();
+      await assert.rejects(pending, { reason: 'aborted' });
+      while (!backend.requests[0].closed) await new Promise((r) => setTimeout(r, 5));
+      behaviour = (req, res) => res.end('{"ok":true}');
+      assert.deepEqual(await post(), { status: 200, text: '{"ok":true}' });
+    });
+
+    it(`an abort while waiting for a free connection fails at once; the held request is unaffected (${kind})`, async () => {
+      engine = createEngine('undici', { connections: 1 });
+      let release;
+      behaviour = (req, res) => { release = () => res.end('{"first":true}'); };
+      const first = post();
+      while (backend.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+      const c = makeSignal();
+      const queued = post(c.signal);
+      c.abort(DEADLINE);
+      await assert.rejects(queued, { reason: 'deadline' }); // before the connection is free
+      release();
+      assert.deepEqual(await first, { status: 200, text: '{"first":true}' });
+      behaviour = (req, res) => res.end('{}');
+      assert.equal((await post()).status, 200);
+      assert.equal(backend.requests.length, 2, 'the aborted request never reached the backend');
+    });
+  }
+
+  it('axios gets a real AbortSignal for a QuerySignal, and its abort', async () => {
+    engine = createEngine('axios', {});
     behaviour = () => {}; // never answers
-    const c = new AbortController();
-    const pending = post(c.signal);
+    const s = new QuerySignal();
+    const pending = post(s);
     while (backend.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
-    c.abort();
-    await assert.rejects(pending, { reason: 'aborted' });
+    s.abort(DEADLINE);
+    await assert.rejects(pending, { reason: 'deadline' });
     while (!backend.requests[0].closed) await new Promise((r) => setTimeout(r, 5));
-    behaviour = (req, res) => res.end('{"ok":true}');
-    assert.deepEqual(await post(), { status: 200, text: '{"ok":true}' });
-  });
-
-  it('an abort while waiting for a free connection fails at once; the held request is unaffected', async () => {
-    engine = createEngine('undici', { connections: 1 });
-    let release;
-    behaviour = (req, res) => { release = () => res.end('{"first":true}'); };
-    const first = post();
-    while (backend.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
-    const c = new AbortController();
-    const queued = post(c.signal);
-    c.abort(DEADLINE);
-    await assert.rejects(queued, { reason: 'deadline' }); // before the connection is free
-    release();
-    assert.deepEqual(await first, { status: 200, text: '{"first":true}' });
-    behaviour = (req, res) => res.end('{}');
-    assert.equal((await post()).status, 200);
-    assert.equal(backend.requests.length, 2, 'the aborted request never reached the backend');
   });
 });

@@ -147,6 +147,14 @@ describe('per-subtype routes through the gateway', () => {
     assert.ok(!/exploded/.test(failed.error), 'internal error text stays in the host');
   });
 
+  it('a handler module gets a real AbortSignal, aborted when the query\'s deadline passes', async () => {
+    const { waited } = require('../fixtures/handlers/balance');
+    const r = await ask({ subtype: 'acct.balance', clid: 'wait' });
+    assert.equal(r.status, STATUS.E_AG_HOST_ERROR1);
+    while (waited.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.deepEqual(waited, [{ isAbortSignal: true, aborted: true }]);
+  });
+
   it('subtypes without a route use the default contract', async () => {
     await ask({ subtype: 'anything.else' });
     assert.equal(backend.requests.at(-1).url, '/query/anything.else');
