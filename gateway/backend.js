@@ -20,6 +20,7 @@ const { messageOf } = require('../lib/errors');
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx', '6xx', '7xx', '8xx', '9xx']; // backend_responses_total{class}
 const hostError = (reason, text) => ({ kind: 'host_error', reason, text });
 
 /** A request that surely never reached the backend (the connection was never made): safe to send again. */
@@ -161,15 +162,12 @@ class Backend {
       const reason = err.reason || 'error';
       if (reason !== 'aborted') {
         this.health.failure(reason);
-        if (this.metrics) this.metrics.backendResponses.labels('error').inc();
+        if (this.metrics) this.metrics.observeBackend('error', null);
       }
       return hostError(reason, `backend ${reason}`);
     }
     const { status, text } = res;
-    if (this.metrics) {
-      this.metrics.backendResponses.labels(`${Math.floor(status / 100)}xx`).inc();
-      this.metrics.backendDuration.observe((performance.now() - started) / 1000);
-    }
+    if (this.metrics) this.metrics.observeBackend(STATUS_CLASSES[Math.floor(status / 100)] || 'other', (performance.now() - started) / 1000);
     if (status >= 500 || status < 200 || (status >= 300 && status < 400)) this.health.failure(`HTTP ${status}`);
     if (status >= 200 && status < 300) {
       let json;

@@ -26,8 +26,8 @@ class PendingQuery {
 
 class InFlight {
   /**
-   * onDeadline(p): called when a query's budget runs out, with p still unsettled; metrics: its
-   * queries_in_flight gauge follows the count.
+   * onDeadline(p): called when a query's budget runs out, with p still unsettled; metrics: where
+   * abortAll counts the queries it drops (queries_in_flight is read from `size` at scrape time).
    */
   constructor({ onDeadline, metrics }) {
     this.onDeadline = onDeadline;
@@ -44,7 +44,6 @@ class InFlight {
     const p = new PendingQuery(query);
     p.deadlineMs = deadlineMs;
     this.queries.add(p);
-    this.metrics.inFlight.inc();
     p.timer = setTimeout(deadlineFired, deadlineMs, this, p);
     return p;
   }
@@ -56,7 +55,6 @@ class InFlight {
     if (p.timer !== null) clearTimeout(p.timer);
     p.timer = null;
     this.queries.delete(p);
-    this.metrics.inFlight.dec();
     return true;
   }
 

@@ -27,8 +27,12 @@ class Metrics {
       name: `${prefix}query_duration_seconds`, help: 'Time from QUERY_REQ read to reply written, by outcome', labelNames: ['outcome'], buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.inFlight = new client.Gauge({ name: `${prefix}queries_in_flight`, help: 'Queries waiting for the backend', registers });
     const metrics = this;
+    // Read at scrape time, not kept up per query: two gauge updates on the path of every query cost more than a sum now and then.
+    this.queriesInFlight = () => 0; // set by the gateway: queries waiting for the backend, over its sessions
+    this.inFlight = new client.Gauge({
+      name: `${prefix}queries_in_flight`, help: 'Queries waiting for the backend', registers, collect() { this.set(metrics.queriesInFlight()); },
+    });
     this.sessionStates = () => ({}); // set by the gateway: {state: count} of its connections
     this.sessions = new client.Gauge({
       name: `${prefix}sessions`,
@@ -76,6 +80,7 @@ class Metrics {
     this.maxOtherSubtypes = 50;
     this.others = 0; // labels given to subtypes that are not configured routes
     this.durations = new Map(); // outcome -> histogram child
+    this.responseClasses = new Map(); // '2xx', '5xx'..., 'error' -> counter child
   }
 
   /** Which subtypes always get a label of their own, and how many others may. */
@@ -100,6 +105,17 @@ class Metrics {
       this.durations.set(outcome, hist);
     }
     hist.observe(seconds);
+  }
+
+  /** Hot path: one backend request's end, by class ('2xx', '5xx'..., or 'error' for no answer), and its round trip if it got one. */
+  observeBackend(responseClass, seconds) {
+    let counter = this.responseClasses.get(responseClass);
+    if (counter === undefined) {
+      counter = this.backendResponses.labels(responseClass);
+      this.responseClasses.set(responseClass, counter);
+    }
+    counter.inc();
+    if (seconds !== null) this.backendDuration.observe(seconds);
   }
 
   /** The outcome map of a subtype not seen before (or of "(other)" once the others are used up). */

@@ -28,6 +28,7 @@ class Gateway {
       for (const s of this.sessions) counts[s.state] = (counts[s.state] || 0) + 1;
       return counts;
     };
+    this.metrics.queriesInFlight = () => this.inFlight();
     this.resolver = new QueryResolver(config, { log: this.log, metrics: this.metrics });
     this.sessions = new Set();
     this.openCount = 0;
