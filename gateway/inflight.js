@@ -3,19 +3,26 @@
 // The queries of one session that wait for the backend, and the exactly-once rule: a query is
 // settled once, by whichever comes first of its answer, its deadline, or the end of the
 // connection; everything that comes after finds it settled and does nothing.
+//
+// Deadlines: one timer per session, not one per query. Queries get the same deadlineMs, so their
+// deadlines come in arrival order, the order of the `queries` Set: the timer waits for the oldest
+// one, and when it fires, expires what is due and waits again for the oldest left. A query
+// answered in time costs no timer at all. After a reload that shortens deadlineMs, a newer query
+// can be due before an older one; until the session has no query in flight, each firing then
+// looks at every query (`ordered` false).
 
 const { performance } = require('node:perf_hooks');
 const { QuerySignal } = require('./abort');
 
-/** One query in flight: its deadline timer and the signal that aborts its backend call. */
+/** One query in flight: when it is due, and the signal that aborts its backend call. */
 class PendingQuery {
   constructor(query) {
     this.query = query;
     this.start = performance.now();
     this.done = false;
     this.deadlineMs = 0;
+    this.deadlineAt = 0; // performance.now() time
     this.signal = new QuerySignal();
-    this.timer = null;
   }
 
   /** Seconds since the query was read. */
@@ -32,7 +39,11 @@ class InFlight {
   constructor({ onDeadline, metrics }) {
     this.onDeadline = onDeadline;
     this.metrics = metrics;
-    this.queries = new Set();
+    this.queries = new Set(); // in arrival order
+    this.timer = null;
+    this.timerAt = Infinity; // when the timer fires (performance.now() time)
+    this.ordered = true; // every deadline in `queries` comes no earlier than those before it
+    this.lastDeadlineAt = -Infinity;
   }
 
   get size() {
@@ -43,8 +54,11 @@ class InFlight {
   add(query, deadlineMs) {
     const p = new PendingQuery(query);
     p.deadlineMs = deadlineMs;
+    p.deadlineAt = p.start + deadlineMs;
+    if (p.deadlineAt < this.lastDeadlineAt) this.ordered = false;
+    this.lastDeadlineAt = p.deadlineAt;
     this.queries.add(p);
-    p.timer = setTimeout(deadlineFired, deadlineMs, this, p);
+    if (p.deadlineAt < this.timerAt) this.arm(p.deadlineAt, p.start);
     return p;
   }
 
@@ -52,9 +66,11 @@ class InFlight {
   settle(p) {
     if (p.done) return false;
     p.done = true;
-    if (p.timer !== null) clearTimeout(p.timer);
-    p.timer = null;
     this.queries.delete(p);
+    if (this.queries.size === 0) {
+      this.ordered = true; // the timer, if armed, finds nothing and stops
+      this.lastDeadlineAt = -Infinity;
+    }
     return true;
   }
 
@@ -65,12 +81,38 @@ class InFlight {
       p.signal.abort();
       this.metrics.observeQuery(p.query.subtype, outcome, p.elapsed());
     }
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = Infinity;
+  }
+
+  arm(at, now) {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(deadlinesDue, Math.max(1, Math.ceil(at - now)), this);
+  }
+
+  /** The timer fired: expire every query that is due, and wait for the next one. */
+  expireDue() {
+    this.timer = null;
+    this.timerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const p of this.queries) {
+      if (p.done) continue; // settled by an expiry before it in this loop
+      if (p.deadlineAt <= now) {
+        this.onDeadline(p);
+      } else {
+        next = Math.min(next, p.deadlineAt);
+        if (this.ordered) break;
+      }
+    }
+    if (next !== Infinity && this.queries.size > 0 && this.timer === null) this.arm(next, now);
   }
 }
 
-function deadlineFired(inflight, p) {
-  p.timer = null;
-  if (!p.done) inflight.onDeadline(p);
+function deadlinesDue(inflight) {
+  inflight.expireDue();
 }
 
 module.exports = { InFlight, PendingQuery };

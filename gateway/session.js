@@ -260,7 +260,6 @@ class Session {
     const { resolver, config } = this.gateway;
     const p = this.inflight.add(q, config.deadlineMs);
     p.resolver = resolver; // the settings this query started under, even across a reload
-    p.deadlineAt = p.start + config.deadlineMs;
     // A hard cap, per message: the frames behind this one wait in the reader, unread.
     if (!this.link.paused && this.inflight.size >= this.limits.maxInFlight) this.link.pauseInput();
     if (this.debug) this.log.debug('query', describeQuery(q, this.id, this.redact));

@@ -172,6 +172,47 @@ describe('Session (unit, fake clock)', () => {
     assert.equal(socket.replies.length, 2, 'the late answer wrote nothing');
   });
 
+  it('one deadline timer per session: each query still expires at its own deadline, to the millisecond', async () => {
+    make({ deadlineMs: 250 });
+    open();
+    const expiredAt = {};
+    const query = (invokeId) => socket.feed(serialize.queryReq({ invokeId, routerCallDay: 1, routerCallKey: 1, subtype: 'x' }));
+    const watch = async (ms) => {
+      for (let t = 0; t < ms; t++) {
+        await clock.tickAsync(1);
+        for (const m of socket.replies) if (m.type === 'FAILURE_CONF' && !(m.invokeId in expiredAt)) expiredAt[m.invokeId] = Date.now();
+      }
+    };
+    const t0 = Date.now();
+    query(10);
+    await watch(100);
+    query(11);
+    query(12);
+    await watch(30);
+    backend.calls[1].resolve({ kind: 'ok', answer: {} }); // 11 answered in time: no reply at its deadline
+    await watch(20);
+    query(13);
+    await watch(400);
+    assert.deepEqual(Object.fromEntries(Object.entries(expiredAt).map(([id, at]) => [id, at - t0])), { 10: 250, 12: 350, 13: 400 });
+    assert.equal(socket.replies.filter((m) => m.invokeId === 11).length, 1);
+    assert.equal(clock.countTimers(), 1, 'only the idle timer is left once nothing is in flight');
+  });
+
+  it('after a reload shortens deadlineMs, a newer query expires before an older one', async () => {
+    make({ deadlineMs: 1000, routerRequestTimeoutMs: 2000 });
+    open();
+    socket.feed(serialize.queryReq({ invokeId: 20, routerCallDay: 1, routerCallKey: 1, subtype: 'x' }));
+    await clock.tickAsync(10);
+    gateway.config = loadConfig({ env: {}, overrides: { 'backend.url': 'http://127.0.0.1:1', deadlineMs: 100, routerRequestTimeoutMs: 2000 } });
+    socket.feed(serialize.queryReq({ invokeId: 21, routerCallDay: 1, routerCallKey: 1, subtype: 'x' }));
+    await clock.tickAsync(100);
+    assert.deepEqual(socket.replies.filter((m) => m.type === 'FAILURE_CONF').map((m) => m.invokeId), [21]);
+    await clock.tickAsync(889);
+    assert.equal(socket.replies.filter((m) => m.type === 'FAILURE_CONF').length, 1);
+    await clock.tickAsync(1);
+    assert.deepEqual(socket.replies.filter((m) => m.type === 'FAILURE_CONF').map((m) => m.invokeId), [21, 20]);
+  });
+
   it('answers CLOSE_REQ only once every query in flight is answered', async () => {
     make();
     open();
