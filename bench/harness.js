@@ -53,6 +53,7 @@ function stop(child) {
 }
 
 const startBare = () => start([path.join(__dirname, 'bare-server.js')], /^(\d+)\n/).then((p) => ({ ...p, port: Number(p.match[1]) }));
+const startBareProxy = (backendUrl) => start([path.join(__dirname, 'bare-proxy.js'), backendUrl], /^(\d+)\n/).then((p) => ({ ...p, port: Number(p.match[1]) }));
 const startPlainBackend = () => start([path.join(__dirname, 'plain-backend.js')], /^(\d+)\n/).then((p) => ({ ...p, url: `http://127.0.0.1:${p.match[1]}` }));
 const startRestSim = () => start([BIN, 'rest-sim', '--port', '0'], /listening on (http:\/\/[\d.]+:\d+)/).then((p) => ({ ...p, url: p.match[1] }));
 
@@ -175,5 +176,6 @@ const REPEATS = Number(process.env.BENCH_REPEATS || 3);
 const SECONDS = Number(process.env.BENCH_SECONDS || 3);
 
 module.exports = {
-  start, startBare, startPlainBackend, startRestSim, startGateway, runClient, runDirect, cpuMeter, medianRun, median, REPEATS, SECONDS, QUERY, BIN,
+  start, startBare, startBareProxy, startPlainBackend, startRestSim, startGateway, runClient, runDirect, cpuMeter, medianRun, median,
+  REPEATS, SECONDS, QUERY, BIN,
 };

@@ -5,6 +5,9 @@
 //   sequential: limit = bare framed round trip (the same QUERY_REQ to a server that does no work)
 //               + direct HTTP round trip (the gateway's engine, same request, same backend);
 //               ratio = limit time / gateway time (1.00 = the gateway adds nothing of its own).
+//   bare proxy: the least a gateway can do on the same path (bench/bare-proxy.js: framing, the same
+//               engine and request, an empty QUERY_RESP; no session, deadline, metrics or reply
+//               encoding), as the same ratio: how much of the gap is the gateway's own work.
 //   concurrency 32: gateway queries/s / direct HTTP queries/s, and the CPU per query of every process
 //               on each path, which bounds that ratio on a machine whose cores they share.
 // Each ratio is the median of the per-repeat ratios.
@@ -14,7 +17,7 @@
 
 const http = require('node:http');
 const {
-  startBare, startPlainBackend, startGateway, runClient, runDirect, cpuMeter, median, REPEATS, SECONDS,
+  startBare, startBareProxy, startPlainBackend, startGateway, runClient, runDirect, cpuMeter, median, REPEATS, SECONDS,
 } = require('./harness');
 const { table, writeResult } = require('./report');
 const { readProc } = require('../runner/monitor');
@@ -43,6 +46,9 @@ async function main() {
   if (process.env.BENCH_BASELINE_BIN) builds.push(['baseline', process.env.BENCH_BASELINE_BIN]);
   const bare = await startBare();
   const backend = await startPlainBackend();
+  const proxy = await startBareProxy(backend.url);
+  const proxyRatios = [];
+  const proxyRates = [];
   const rows = [];
   for (const engine of engines) {
     const own = (process.env.BENCH_GATEWAY_ARGS || '').split(' ').filter(Boolean);
@@ -55,17 +61,25 @@ async function main() {
       const b = await query(bare.port, 1);
       const d1 = await runDirect(engine, backend.url, 1);
       const limitMs = 1000 / b.rate + 1000 / d1.rate;
-      const seq = [];
-      for (const g of gateways) {
+      if (engine === 'undici') {
+        const p1 = await query(proxy.port, 1);
+        proxyRates.push(p1.rate);
+        proxyRatios.push(limitMs / (1000 / p1.rate));
+      }
+      // Builds take turns going first: the one measured right after the direct client would
+      // otherwise always meet the machine in the same state.
+      const order = i % 2 === 0 ? gateways : [...gateways].reverse();
+      const seq = new Map();
+      for (const g of order) {
         const meter = cpuMeter(g.gw.pid);
-        seq.push([await query(g.gw.port, 1), meter()]);
+        seq.set(g, [await query(g.gw.port, 1), meter()]);
       }
       const directBackend = await backendMeter(backend);
       const d32 = await runDirect(engine, backend.url, 32);
       d32.backendUs = await directBackend();
       const d32t = await runDirect(engine, backend.url, 32, 'timeout');
-      gateways.forEach((g, k) => g.repeats.push({ b, d1, d32, d32t, limitMs, g1: seq[k][0], cpu1: seq[k][1] }));
-      for (const g of gateways) {
+      for (const g of gateways) g.repeats.push({ b, d1, d32, d32t, limitMs, g1: seq.get(g)[0], cpu1: seq.get(g)[1] });
+      for (const g of order) {
         const [gwMeter, beMeter] = [cpuMeter(g.gw.pid), await backendMeter(backend)];
         const g32 = await query(g.gw.port, 32);
         Object.assign(g32, { gatewayUs: usPerQuery(gwMeter(), g32.rate), backendUs: await beMeter() });
@@ -97,6 +111,9 @@ async function main() {
   process.stdout.write(table(['engine', 'gateway', 'bare/s', 'direct/s', 'gateway/s', 'limit ms', 'gateway ms', 'seq ratio', 'gw CPU us/q', 'runs'],
     rows.map((r) => [r.engine, r.build, Math.round(r.bare), Math.round(r.direct1), Math.round(r.gateway1), r.limitMs * 1, r.gatewayMs * 1, r.seqRatio,
       Math.round(r.gatewayUsPerQuery), list(r.seqRatios)])));
+  if (proxyRatios.length > 0) {
+    process.stdout.write(`bare proxy (undici): ${Math.round(median(proxyRates))}/s, seq ratio ${median(proxyRatios).toFixed(2)} (runs ${list(proxyRatios)})\n`);
+  }
   process.stdout.write('\n');
   const c32Headers = ['engine', 'gateway', 'direct c32/s', 'gateway c32/s', 'c32 ratio', 'runs', 'direct+deadline/s', 'ratio', 'runs', 'errors', 'lost', 'dup'];
   process.stdout.write(table(c32Headers,
@@ -111,8 +128,9 @@ async function main() {
   process.stdout.write('CPU us per query at concurrency 32 (medians); ceiling = (client + backend) / (router + gateway + backend)\n');
   process.stdout.write('targets: seq ratio >= 0.85, c32 ratio >= 0.85. direct = a bare POST with the same engine; direct+deadline = each POST with\n'
     + 'AbortSignal.timeout(250), as a client that honours a deadline writes it (and as this ratio was measured before issue 18)\n');
-  writeResult('limit', { repeats: REPEATS, seconds: SECONDS, rows });
-  await Promise.all([bare.stop(), backend.stop()]);
+  const bareProxy = proxyRatios.length > 0 ? { rate: median(proxyRates), seqRatio: median(proxyRatios), seqRatios: proxyRatios } : null;
+  writeResult('limit', { repeats: REPEATS, seconds: SECONDS, rows, bareProxy });
+  await Promise.all([bare.stop(), backend.stop(), proxy.stop()]);
 }
 
 main().catch((e) => { process.stderr.write(`${e.stack}\n`); process.exit(1); });
