@@ -1,0 +1,44 @@
+'use strict';
+
+// Two builds of the gateway on the same backend, interleaved: queries at one window (1 =
+// sequential) for BENCH_SECONDS each, the builds taking turns to go first, BENCH_ROUNDS rounds.
+// Prints each round and the median of the per-round rate ratios (this build / baseline). Quicker
+// than bench/limit.js when one change is judged on one path; a single round says little here.
+//   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js node bench/ab.js
+//   BENCH_ROUNDS=16 BENCH_WINDOW=32 BENCH_SECONDS=2 BENCH_BASELINE_BIN=... node bench/ab.js
+//   BENCH_GATEWAY_ARGS='--config a.json' BENCH_BASELINE_ARGS='--config b.json' BENCH_BASELINE_BIN=bin/ged145.js node bench/ab.js
+//       (one build, two configurations)
+
+const { startPlainBackend, startGateway, runClient, median } = require('./harness');
+const { table, writeResult } = require('./report');
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 12);
+const WINDOW = Number(process.env.BENCH_WINDOW || 1);
+const SECONDS = Number(process.env.BENCH_SECONDS || 2);
+const args = (s) => (s || '').split(' ').filter(Boolean);
+
+async function main() {
+  if (!process.env.BENCH_BASELINE_BIN) throw new Error('set BENCH_BASELINE_BIN to the baseline build\'s bin/ged145.js');
+  const backend = await startPlainBackend();
+  const builds = [
+    { name: 'this build', gw: await startGateway(backend.url, args(process.env.BENCH_GATEWAY_ARGS)), rates: [] },
+    { name: 'baseline', gw: await startGateway(backend.url, args(process.env.BENCH_BASELINE_ARGS), process.env.BENCH_BASELINE_BIN), rates: [] },
+  ];
+  const rows = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const b of i % 2 === 0 ? builds : [...builds].reverse()) {
+      const r = await runClient({ port: b.gw.port, kind: 'query', window: WINDOW, durationMs: SECONDS * 1000 });
+      if (r.errors || r.lost || r.duplicated) throw new Error(`${b.name}: ${r.errors} errors, ${r.lost} lost, ${r.duplicated} duplicated`);
+      b.rates.push(r.rate);
+    }
+    rows.push([i + 1, Math.round(builds[0].rates[i]), Math.round(builds[1].rates[i]), builds[0].rates[i] / builds[1].rates[i]]);
+  }
+  await Promise.all([...builds.map((b) => b.gw.stop()), backend.stop()]);
+  const ratio = median(rows.map((r) => r[3]));
+  process.stdout.write(table(['round', 'this build/s', 'baseline/s', 'ratio'], rows));
+  const [ours, theirs] = builds.map((b) => Math.round(median(b.rates)));
+  process.stdout.write(`window ${WINDOW}, ${ROUNDS} rounds of ${SECONDS} s: median ${ours} vs ${theirs}/s, median ratio ${ratio.toFixed(3)}\n`);
+  writeResult('ab', { window: WINDOW, rounds: ROUNDS, seconds: SECONDS, rates: builds.map((b) => ({ name: b.name, rates: b.rates })), ratio });
+}
+
+main().catch((e) => { process.stderr.write(`${e.stack}\n`); process.exit(1); });
