@@ -1,9 +1,12 @@
 'use strict';
 
 // Two builds of the gateway on the same backend, interleaved: queries at one window (1 =
-// sequential) for BENCH_SECONDS each, the builds taking turns to go first, BENCH_ROUNDS rounds.
-// Prints each round and the median of the per-round rate ratios (this build / baseline). Quicker
-// than bench/limit.js when one change is judged on one path; a single round says little here.
+// sequential) for BENCH_SECONDS each, BENCH_ROUNDS rounds. Each round starts both gateways afresh
+// (where the scheduler puts a process stays with it), and the builds take turns to start and to go
+// first. Prints each round and the median of the per-round rate ratios (this build / baseline).
+// Quicker than bench/limit.js when one change is judged on one path, but mind its noise: two
+// copies of one build gave median ratios from 0.98 to 1.10 over 12 rounds (six runs,
+// docs/performance.md), so a change smaller than that needs more rounds, or other evidence.
 //   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js node bench/ab.js
 //   BENCH_ROUNDS=16 BENCH_WINDOW=32 BENCH_SECONDS=2 BENCH_BASELINE_BIN=... node bench/ab.js
 //   BENCH_GATEWAY_ARGS='--config a.json' BENCH_BASELINE_ARGS='--config b.json' BENCH_BASELINE_BIN=bin/ged145.js node bench/ab.js
@@ -21,22 +24,25 @@ async function main() {
   if (!process.env.BENCH_BASELINE_BIN) throw new Error('set BENCH_BASELINE_BIN to the baseline build\'s bin/ged145.js');
   const backend = await startPlainBackend();
   const builds = [
-    { name: 'this build', gw: await startGateway(backend.url, args(process.env.BENCH_GATEWAY_ARGS)), rates: [] },
-    { name: 'baseline', gw: await startGateway(backend.url, args(process.env.BENCH_BASELINE_ARGS), process.env.BENCH_BASELINE_BIN), rates: [] },
+    { name: 'this build', start: () => startGateway(backend.url, args(process.env.BENCH_GATEWAY_ARGS)), rates: [] },
+    { name: 'baseline', start: () => startGateway(backend.url, args(process.env.BENCH_BASELINE_ARGS), process.env.BENCH_BASELINE_BIN), rates: [] },
   ];
   const rows = [];
   for (let i = 0; i < ROUNDS; i++) {
-    for (const b of i % 2 === 0 ? builds : [...builds].reverse()) {
+    const order = i % 2 === 0 ? builds : [...builds].reverse();
+    for (const b of order) b.gw = await b.start();
+    for (const b of order) {
       const r = await runClient({ port: b.gw.port, kind: 'query', window: WINDOW, durationMs: SECONDS * 1000 });
       if (r.errors || r.lost || r.duplicated) throw new Error(`${b.name}: ${r.errors} errors, ${r.lost} lost, ${r.duplicated} duplicated`);
       b.rates.push(r.rate);
     }
+    await Promise.all(builds.map((b) => b.gw.stop()));
     rows.push([i + 1, Math.round(builds[0].rates[i]), Math.round(builds[1].rates[i]), builds[0].rates[i] / builds[1].rates[i]]);
   }
-  await Promise.all([...builds.map((b) => b.gw.stop()), backend.stop()]);
+  await backend.stop();
   const ratio = median(rows.map((r) => r[3]));
-  process.stdout.write(table(['round', 'this build/s', 'baseline/s', 'ratio'], rows));
   const [ours, theirs] = builds.map((b) => Math.round(median(b.rates)));
+  process.stdout.write(table(['round', 'this build/s', 'baseline/s', 'ratio'], rows));
   process.stdout.write(`window ${WINDOW}, ${ROUNDS} rounds of ${SECONDS} s: median ${ours} vs ${theirs}/s, median ratio ${ratio.toFixed(3)}\n`);
   writeResult('ab', { window: WINDOW, rounds: ROUNDS, seconds: SECONDS, rates: builds.map((b) => ({ name: b.name, rates: b.rates })), ratio });
 }
