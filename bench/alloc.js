@@ -7,7 +7,9 @@
 //   node bench/alloc.js
 //   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js BENCH_WINDOW=32 node bench/alloc.js
 
-const { start, startPlainBackend, runClient, BIN } = require('./harness');
+const {
+  startPlainBackend, startGateway, runClient, BIN,
+} = require('./harness');
 const { table, writeResult } = require('./report');
 
 const WINDOW = Number(process.env.BENCH_WINDOW || 1);
@@ -15,13 +17,12 @@ const WINDOW = Number(process.env.BENCH_WINDOW || 1);
 const SCAVENGE = /Scavenge(?: \(interleaved\))? ([\d.]+) \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, ([\d.]+)/;
 
 async function measure(backendUrl, bin) {
-  const gw = await start(['--trace-gc', bin, 'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl],
-    /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/);
+  const gw = await startGateway(backendUrl, [], bin, ['--trace-gc']);
   let out = '';
   const take = (d) => { out += d; };
   gw.child.stdout.on('data', take);
   gw.child.stderr.on('data', take);
-  const port = Number(gw.match[1]);
+  const { port } = gw;
   await runClient({ port, kind: 'query', window: WINDOW, durationMs: 2000 });
   const from = out.length;
   const r = await runClient({ port, kind: 'query', window: WINDOW, durationMs: 3000, warmupMs: 0 });

@@ -52,20 +52,25 @@ function stop(child) {
   });
 }
 
-const startBare = () => start([path.join(__dirname, 'bare-server.js')], /^(\d+)\n/).then((p) => ({ ...p, port: Number(p.match[1]) }));
-const startBareProxy = (backendUrl) => start([path.join(__dirname, 'bare-proxy.js'), backendUrl], /^(\d+)\n/).then((p) => ({ ...p, port: Number(p.match[1]) }));
-const startPlainBackend = () => start([path.join(__dirname, 'plain-backend.js')], /^(\d+)\n/).then((p) => ({ ...p, url: `http://127.0.0.1:${p.match[1]}` }));
+/** A bench/ script that prints the port it listens on. */
+const startListener = (file, ...args) => start([path.join(__dirname, file), ...args], /^(\d+)\n/).then((p) => ({ ...p, port: Number(p.match[1]) }));
+const startBare = () => startListener('bare-server.js');
+const startBareProxy = (backendUrl) => startListener('bare-proxy.js', backendUrl);
+const startPlainBackend = () => startListener('plain-backend.js').then((p) => ({ ...p, url: `http://127.0.0.1:${p.port}` }));
 const startRestSim = () => start([BIN, 'rest-sim', '--port', '0'], /listening on (http:\/\/[\d.]+:\d+)/).then((p) => ({ ...p, url: p.match[1] }));
 
 /** BENCH_GATEWAY_NODE_ARGS: V8/Node flags for the gateway process only, e.g. --max-semi-space-size=2. */
 const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS || '').split(' ').filter(Boolean);
 
-/** A gateway on free ports; bin: another checkout's bin/ged145.js, to compare builds in one run. */
-async function startGateway(backendUrl, extra = [], bin = BIN) {
+/**
+ * A gateway on free ports; bin: another checkout's bin/ged145.js, to compare builds in one run;
+ * nodeArgs: Node/V8 flags for this gateway (BENCH_GATEWAY_NODE_ARGS by default).
+ */
+async function startGateway(backendUrl, extra = [], bin = BIN, nodeArgs = GATEWAY_NODE_ARGS) {
   const i = extra.indexOf('--workers');
   const workers = i >= 0 && Number(extra[i + 1]) > 1;
   const p = await start([
-    ...GATEWAY_NODE_ARGS, bin, 'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra,
+    ...nodeArgs, bin, 'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra,
   ],
     workers ? /workers listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/ : /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/);
   return { ...p, port: Number(p.match[1]) };

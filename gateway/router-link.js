@@ -247,10 +247,7 @@ class RouterLink {
     if (this.finishing || this.closed) return;
     this.finishing = true;
     const socket = this.socket;
-    if (this.corked !== NOT_CORKED) {
-      this.corked = NOT_CORKED;
-      socket.uncork();
-    }
+    uncork(this);
     socket.end(last);
     if (this.peerEnded) this.closeWhenFlushed();
     this.lingerTimer = setTimeout(onLingerTimeout, this.limits.closeLingerMs, this);
