@@ -10,7 +10,10 @@ const { isKeyName } = require('./answer-cache');
 const CACHE_DEFAULTS = Object.freeze({
   ttlMs: 30_000, staleIfErrorMs: 3_600_000, maxEntries: 100_000, key: ['subtype', 'clid'], store: null,
 });
-const BREAKER_DEFAULTS = Object.freeze({ enabled: true, consecutiveFailures: 5, halfOpenAfterMs: 5000 });
+// Why these numbers: docs/configuration.md (availability) and gateway/circuit.js.
+const BREAKER_DEFAULTS = Object.freeze({
+  enabled: true, failureRatio: 0.5, minimumCalls: 20, windowMs: 1000, halfOpenAfterMs: 500, maxHalfOpenAfterMs: 2000,
+});
 const RETRY_DEFAULTS = Object.freeze({ enabled: true, minRemainingMs: 50 });
 const FALLBACK_KEYS = new Set(['vars', 'ecc', 'eccArrays', 'ced', 'cdpd', 'on4xx']);
 
@@ -59,11 +62,21 @@ function compileBreaker(value, where = 'breaker', base = BREAKER_DEFAULTS) {
   if (value === false || value === null) return { ...base, enabled: false };
   if (value === undefined) return { ...base };
   if (!isObject(value)) throw new Error(`${where} must be an object`);
+  if (Object.hasOwn(value, 'consecutiveFailures')) {
+    throw new Error(`${where}.consecutiveFailures is gone: the circuit opens on a failure ratio (failureRatio, minimumCalls, windowMs; docs/configuration.md)`);
+  }
   unknownKeys(value, new Set(Object.keys(BREAKER_DEFAULTS)), where);
   const b = { ...base, ...value };
   if (typeof b.enabled !== 'boolean') throw new Error(`${where}.enabled must be true or false`);
-  if (!intIn(b.consecutiveFailures, 1, 1000)) throw new Error(`${where}.consecutiveFailures must be an integer from 1 to 1000`);
+  if (!(typeof b.failureRatio === 'number' && b.failureRatio > 0 && b.failureRatio <= 1)) {
+    throw new Error(`${where}.failureRatio must be a number above 0 and at most 1`);
+  }
+  if (!intIn(b.minimumCalls, 1, 100_000)) throw new Error(`${where}.minimumCalls must be an integer from 1 to 100000`);
+  if (!intIn(b.windowMs, 100, 600_000)) throw new Error(`${where}.windowMs must be an integer from 100 to 600000`);
   if (!intIn(b.halfOpenAfterMs, 100, 600_000)) throw new Error(`${where}.halfOpenAfterMs must be an integer from 100 to 600000`);
+  if (!intIn(b.maxHalfOpenAfterMs, b.halfOpenAfterMs, 3_600_000)) {
+    throw new Error(`${where}.maxHalfOpenAfterMs must be an integer from halfOpenAfterMs (${b.halfOpenAfterMs}) to 3600000`);
+  }
   return b;
 }
 

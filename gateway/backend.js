@@ -21,7 +21,25 @@ const { messageOf } = require('../lib/errors');
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx', '6xx', '7xx', '8xx', '9xx']; // backend_responses_total{class}
-const hostError = (reason, text) => ({ kind: 'host_error', reason, text });
+/** blame: the outcome is evidence that the origin is failing (breakers.js, backend-health.js). */
+const hostError = (reason, text, blame = false) => ({
+  kind: 'host_error', reason, text, blame,
+});
+
+/**
+ * Whether a failed request blames the origin. Gave up waiting (the query's deadline, a route's
+ * timeoutMs): only when the request was on the wire for at least half of that time and the
+ * deadline timer fired on time. A request that waited for a free connection, or whose answer may
+ * have sat unread while the event loop was busy, says nothing about the backend. The router going
+ * away never does. Anything else (refused, reset, too large, a transport error) does.
+ */
+function blames(err, budgetMs) {
+  switch (err.reason) {
+    case 'aborted': return false;
+    case 'deadline': case 'timeout': return !err.late && err.onWireMs >= budgetMs / 2;
+    default: return true;
+  }
+}
 
 /** A request that surely never reached the backend (the connection was never made): safe to send again. */
 const NOT_SENT = new Set(['unreachable']);
@@ -130,6 +148,7 @@ class Backend {
     if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
     // routes.<subtype>.timeoutMs: this route gives up sooner than the query deadline.
     request.signal = AbortSignal.any([asAbortSignal(signal), AbortSignal.timeout(route.timeoutMs)]);
+    request.timeoutMs = route.timeoutMs;
     const outcome = await this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
     if (outcome.reason === 'timeout') return hostError('timeout', `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
     return outcome;
@@ -160,11 +179,10 @@ class Backend {
       res = await this.engine.request(request);
     } catch (err) {
       const reason = err.reason || 'error';
-      if (reason !== 'aborted') {
-        this.health.failure(reason);
-        if (this.metrics) this.metrics.observeBackend('error', null);
-      }
-      return hostError(reason, `backend ${reason}`);
+      const blame = blames(err, reason === 'timeout' ? request.timeoutMs : this.deadlineMs);
+      if (blame) this.health.failure(reason);
+      if (reason !== 'aborted' && this.metrics) this.metrics.observeBackend('error', null);
+      return hostError(reason, `backend ${reason}`, blame);
     }
     const { status, text } = res;
     if (this.metrics) this.metrics.observeBackend(STATUS_CLASSES[Math.floor(status / 100)] || 'other', (performance.now() - started) / 1000);
@@ -175,11 +193,11 @@ class Backend {
         json = JSON.parse(text);
       } catch {
         this.health.failure('bad JSON');
-        return hostError('bad-json', 'backend answered with a body that is not JSON');
+        return hostError('bad-json', 'backend answered with a body that is not JSON', true);
       }
       if (json === null || typeof json !== 'object' || Array.isArray(json)) {
         this.health.failure('bad JSON');
-        return hostError('bad-json', 'backend answered with JSON that is not an object');
+        return hostError('bad-json', 'backend answered with JSON that is not an object', true);
       }
       this.health.success();
       return { kind: 'ok', answer: mapping ? mapResponse(mapping, json) : json };
@@ -188,7 +206,7 @@ class Backend {
       this.health.success(); // a deliberate "no" is an answer
       return { kind: 'app_error', text: appErrorText(text, errorPath, status), status };
     }
-    return hostError(`http-${status}`, `backend HTTP ${status}`);
+    return hostError(`http-${status}`, `backend HTTP ${status}`, true);
   }
 
   close() {

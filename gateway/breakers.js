@@ -1,30 +1,38 @@
 'use strict';
 
-// One circuit breaker per backend origin (cockatiel). After `consecutiveFailures` failed queries
-// in a row the origin's circuit opens: queries to it are answered at once (stale, fallback or
-// E_AG_HOST_ERROR1) instead of waiting for a backend that is down. After `halfOpenAfterMs` one
-// query is let through as a probe; its success closes the circuit, its failure opens it again.
-// A failure is a backend outcome of kind host_error (5xx, unreachable, reset, bad JSON, the
-// deadline), never a 4xx answer and never a query the router abandoned.
+// One circuit per backend origin (circuit.js has the policy and why): the glue between it and
+// the backend calls, the log, /health and ged145_backend_circuit_state.
+//
+// What counts against an origin is what says something about it (verdict below): a refused or
+// reset connection, a 5xx, a body that is not JSON, a request that was on the wire for a good part
+// of its time and got no answer. A query that spent its time waiting inside the gateway (for a
+// free connection, or for a busy event loop) is no evidence, and neither is a router that went
+// away; a 4xx is an answer.
 
-const {
-  circuitBreaker, ConsecutiveBreaker, handleWhenResult, CircuitState, BrokenCircuitError,
-} = require('cockatiel');
+const { performance } = require('node:perf_hooks');
+const { Circuit, REFUSED } = require('./circuit');
 
-const STATE_NAMES = Object.freeze({
-  [CircuitState.Closed]: 'closed', [CircuitState.Open]: 'open', [CircuitState.HalfOpen]: 'half-open', [CircuitState.Isolated]: 'isolated',
-});
-const STATE_VALUES = Object.freeze({ closed: 0, 'half-open': 1, open: 2, isolated: 2 });
+const STATE_VALUES = Object.freeze({ closed: 0, 'half-open': 1, open: 2 });
+const CIRCUIT_OPEN = Object.freeze({ kind: 'host_error', reason: 'circuit-open', text: 'backend circuit open' });
 
-const isFailure = (outcome) => outcome.kind === 'host_error' && outcome.reason !== 'aborted';
+/** true: the origin failed; false: it answered; null: the outcome says nothing about it. */
+function verdict(outcome) {
+  if (outcome.kind !== 'host_error') return false;
+  return outcome.blame === true ? true : null;
+}
+
+const monotonicMs = () => performance.now();
 
 class Breakers {
-  /** settings: {enabled, consecutiveFailures, halfOpenAfterMs}, or per origin through settingsFor(origin). */
-  constructor(settings, { log, metrics, settingsFor = () => settings } = {}) {
+  /** settings: see BREAKER_DEFAULTS, or per origin through settingsFor(origin); now: a clock for tests. */
+  constructor(settings, {
+    log, metrics, settingsFor = () => settings, now = monotonicMs,
+  } = {}) {
     this.settings = settings;
     this.settingsFor = settingsFor;
     this.log = log;
     this.metrics = metrics;
+    this.now = now;
     this.byOrigin = new Map();
   }
 
@@ -37,66 +45,64 @@ class Breakers {
       this.byOrigin.set(origin, null);
       return null;
     }
-    const policy = circuitBreaker(handleWhenResult(isFailure), {
-      halfOpenAfter: s.halfOpenAfterMs,
-      breaker: new ConsecutiveBreaker(s.consecutiveFailures),
-    });
-    entry = { origin, policy, state: 'closed', since: Date.now() };
-    policy.onStateChange((state) => this.changed(entry, STATE_NAMES[state] || String(state)));
+    entry = { origin, circuit: null, since: Date.now() };
+    entry.circuit = new Circuit(s, { now: this.now, onChange: (state, from) => this.changed(entry, state, from) });
     if (this.metrics) this.metrics.breakerState.labels(origin).set(0);
     this.byOrigin.set(origin, entry);
     return entry;
   }
 
-  /** True when a query sent to this origin now would be refused by its open circuit. */
+  /**
+   * True when a query sent to this origin now would be refused. An open circuit whose probe is
+   * due says false, so that an origin skipped for another one still gets its probe on time.
+   */
   isOpen(origin) {
     const entry = this.get(origin);
-    return entry !== null && entry.state === 'open';
+    return entry !== null && entry.circuit.isOpen();
   }
 
-  /**
-   * Runs send() through the origin's breaker: its outcome, or a host_error 'circuit-open' at
-   * once when the circuit refuses the call.
-   */
+  /** Runs send() through the origin's circuit: its outcome, or a host_error 'circuit-open' at once. */
   async run(origin, send) {
     const entry = this.get(origin);
     if (entry === null) return send();
+    const ticket = entry.circuit.allow();
+    if (ticket === REFUSED) return CIRCUIT_OPEN;
+    let outcome = null;
     try {
-      return await entry.policy.execute(send);
-    } catch (err) {
-      if (err instanceof BrokenCircuitError) return { kind: 'host_error', reason: 'circuit-open', text: 'backend circuit open' };
-      throw err;
+      outcome = await send();
+      return outcome;
+    } finally {
+      entry.circuit.record(ticket, outcome === null ? null : verdict(outcome));
     }
   }
 
-  changed(entry, state) {
-    const from = entry.state;
-    entry.state = state;
+  changed(entry, state, from) {
     entry.since = Date.now();
     if (this.metrics) this.metrics.breakerState.labels(entry.origin).set(STATE_VALUES[state]);
     if (!this.log) return;
     if (state === 'open') {
+      const again = from === 'half-open' ? `the probe failed; next probe in ${Math.round(entry.circuit.delayMs)} ms` : 'most of its recent queries failed';
       this.log.warn(
-        `backend circuit open for ${entry.origin}: queries are answered at once (stale, fallback or E_AG_HOST_ERROR1) until a probe succeeds`, { from }
+        `backend circuit open for ${entry.origin}: ${again}; its queries are answered at once (stale, fallback or E_AG_HOST_ERROR1)`, { from }
       );
     } else if (state === 'half-open') {
       this.log.info(`backend circuit half-open for ${entry.origin}: probing with one query`, { from });
     } else {
-      this.log.warn(`backend circuit closed for ${entry.origin}: the backend answers again`, { from });
+      this.log.info(`backend circuit closed for ${entry.origin}: the backend answers again`, { from });
     }
   }
 
   toJSON() {
     const out = {};
     for (const [origin, entry] of this.byOrigin) {
-      if (entry !== null) out[origin] = { state: entry.state, since: new Date(entry.since).toISOString() };
+      if (entry !== null) out[origin] = { state: entry.circuit.state, since: new Date(entry.since).toISOString() };
     }
     return out;
   }
 
   close() {
-    for (const entry of this.byOrigin.values()) if (entry !== null) entry.policy.dispose?.();
+    // Nothing to release: circuits hold no timers (a probe is let through when a call asks).
   }
 }
 
-module.exports = { Breakers, isFailure };
+module.exports = { Breakers, verdict };

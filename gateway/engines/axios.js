@@ -1,6 +1,7 @@
 'use strict';
 
 const http = require('node:http');
+const { performance } = require('node:perf_hooks');
 const https = require('node:https');
 const axios = require('axios');
 const { reasonOf, EngineError } = require('./errors');
@@ -25,11 +26,14 @@ class Engine {
   }
 
   async request({ origin, path, method, headers, body, signal }) {
+    // axios does not say when its agent gave the request a socket: the time on the wire is
+    // counted from the start, so a request queued in the agent may count against the backend.
+    const started = performance.now();
     try {
       const res = await this.client.request({ url: origin + path, method, headers, data: body, signal: asAbortSignal(signal) });
       return { status: res.status, text: typeof res.data === 'string' ? res.data : String(res.data) };
     } catch (err) {
-      throw new EngineError(reasonOf(err, signal), err);
+      throw new EngineError(reasonOf(err, signal), err, performance.now() - started, signal);
     }
   }
 

@@ -4,11 +4,14 @@ const { CODES } = require('../../lib/errors');
 
 /**
  * The reason a session aborts a request whose deadline fired (abort(DEADLINE)), so that the
- * backend's health and breaker count it as a failure; an abort for any other reason (the router
- * went away) is not the backend's fault.
+ * backend's health and breaker can count it as the origin's failure; an abort for any other
+ * reason (the router went away) is not the backend's fault. DEADLINE_LATE: the deadline timer
+ * fired late, so the event loop was busy and an answer may have been waiting unread: no evidence
+ * against the backend (breakers.js).
  */
 const DEADLINE_CODE = 'ERR_GED145_DEADLINE';
-const DEADLINE = Object.freeze(Object.assign(new Error('query deadline'), { code: DEADLINE_CODE }));
+const DEADLINE = Object.freeze(Object.assign(new Error('query deadline'), { code: DEADLINE_CODE, late: false }));
+const DEADLINE_LATE = Object.freeze(Object.assign(new Error('query deadline'), { code: DEADLINE_CODE, late: true }));
 
 /** Maps a low-level error to a stable reason. */
 function reasonOf(err, signal) {
@@ -30,14 +33,22 @@ function reasonOf(err, signal) {
   }
 }
 
-/** A backend request that got no usable answer; `reason` is one of the stable reasons above. */
+/**
+ * A backend request that got no usable answer; `reason` is one of the stable reasons above.
+ * onWireMs: how long the request had been written to the backend when it ended (-1: it never
+ * was, it waited for a free connection); late: it was aborted by a deadline that fired late.
+ */
 class EngineError extends Error {
-  constructor(reason, cause) {
+  constructor(reason, cause, onWireMs = -1, signal = undefined) {
     super(`backend request failed: ${reason}`, { cause });
     this.name = 'EngineError';
     this.code = CODES.ENGINE;
     this.reason = reason;
+    this.onWireMs = onWireMs;
+    this.late = signal !== undefined && signal !== null && signal.aborted && signal.reason !== undefined && signal.reason.late === true;
   }
 }
 
-module.exports = { reasonOf, EngineError, DEADLINE };
+module.exports = {
+  reasonOf, EngineError, DEADLINE, DEADLINE_LATE,
+};

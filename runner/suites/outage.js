@@ -14,15 +14,16 @@ const OUTAGE_CONFIG = Object.freeze({
     ttlMs: 2000, staleIfErrorMs: 600_000, maxEntries: 10_000, key: ['subtype', 'clid'],
   },
   fallback: { vars: { 2: 'default-route' }, ecc: { 'user.mode': 'degraded' } },
-  breaker: { consecutiveFailures: 5, halfOpenAfterMs: 1000 },
 });
 
 /** The phases, as fractions of the run: the fault each applies to the REST simulator. */
+// The back phase is the longest: recovery (the circuit's next probe, at most
+// breaker.maxHalfOpenAfterMs after the backend returns) is what the run is for.
 const PHASES = Object.freeze([
   { name: 'normal', from: 0, faults: {} },
-  { name: 'slow', from: 0.25, faults: { latency: 400 } }, // past the 250 ms deadline
-  { name: 'down', from: 0.45, faults: { errorRate: 1 } },
-  { name: 'back', from: 0.75, faults: {} },
+  { name: 'slow', from: 0.2, faults: { latency: 400 } }, // past the 250 ms deadline
+  { name: 'down', from: 0.35, faults: { errorRate: 1 } },
+  { name: 'back', from: 0.6, faults: {} },
 ]);
 
 const OUTCOME_GROUPS = Object.freeze({

@@ -158,11 +158,12 @@ describe('availability', function () {
   });
 
   describe('circuit breaker', () => {
-    it('opens after consecutive failures (answers at once), probes after halfOpenAfterMs, closes when the backend answers', async () => {
+    it('opens on a failure ratio (answers at once), probes after halfOpenAfterMs, closes when the backend answers', async () => {
       const b = await switchable();
       cleanup.push(() => b.close());
       b.mode = 'hang';
-      const { stack, c } = await stackWith(b.url, { breaker: { consecutiveFailures: 3, halfOpenAfterMs: 400 } });
+      // Three hanging queries end within one 1 s window: with minimumCalls 3 that is 100 % of 3.
+      const { stack, c } = await stackWith(b.url, { breaker: { minimumCalls: 3, halfOpenAfterMs: 400 } });
       for (let i = 0; i < 3; i++) assert.equal((await c.ask({ subtype: 's' })).status, STATUS.E_AG_HOST_ERROR1);
       const fast = await c.ask({ subtype: 's' });
       assert.equal(fast.status, STATUS.E_AG_HOST_ERROR1);
@@ -176,8 +177,58 @@ describe('availability', function () {
       assert.equal((await c.ask({ subtype: 's' })).status, 0, 'the probe succeeds');
       health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
       assert.equal(health.backend.circuits[b.url].state, 'closed');
-      const changes = stack.log.lines.filter((l) => /backend circuit (open|half-open|closed)/.test(l.message)).map((l) => l.message.split(' ')[2]);
-      assert.deepEqual(changes, ['open', 'half-open', 'closed']);
+      const changes = stack.log.lines.filter((l) => /backend circuit (open|half-open|closed)/.test(l.message));
+      assert.deepEqual(changes.map((l) => l.message.split(' ')[2]), ['open', 'half-open', 'closed']);
+      assert.deepEqual(changes.map((l) => l.level), ['warn', 'info', 'info'], 'good news is info');
+    });
+
+    it('stays closed while failures are under failureRatio, however many come in a row', async () => {
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      const { c } = await stackWith(b.url, {});
+      for (let i = 0; i < 30; i++) assert.equal((await c.ask({ subtype: 's' })).status, 0);
+      b.mode = '500';
+      for (let i = 0; i < 15; i++) assert.equal((await c.ask({ subtype: 's' })).status, STATUS.E_AG_HOST_ERROR1);
+      b.mode = 'ok';
+      assert.equal((await c.ask({ subtype: 's' })).status, 0, '15 failures after 30 answers (33 %) do not open it');
+      assert.equal(b.requests.length, 46, 'every query reached the backend');
+    });
+
+    it('a probe that fails opens it again for 1.5 times longer; an answer resets that', async () => {
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      b.mode = '500';
+      const { stack, c } = await stackWith(b.url, { breaker: { minimumCalls: 3, halfOpenAfterMs: 300 } });
+      for (let i = 0; i < 3; i++) await c.ask({ subtype: 's' });
+      assert.equal(b.requests.length, 3);
+      await wait(330);
+      await c.ask({ subtype: 's' }); // the probe, fails: open for 450 ms
+      assert.equal(b.requests.length, 4, 'the probe went out');
+      await wait(330);
+      await c.ask({ subtype: 's' });
+      assert.equal(b.requests.length, 4, '330 ms later the circuit still refuses (450 ms this time)');
+      await wait(170);
+      b.mode = 'ok';
+      assert.equal((await c.ask({ subtype: 's' })).status, 0, 'the second probe succeeds');
+      assert.ok(stack.log.lines.some((l) => /the probe failed; next probe in 450 ms/.test(l.message)));
+    });
+
+    it('a request that waited for a free backend connection past its deadline does not count against the backend', async () => {
+      // One connection, a backend that answers in 150 ms: of 8 queries at once, most wait in the
+      // pool and miss the 250 ms deadline without ever being sent. The backend is healthy.
+      const b = await startTestBackend((req, res) => setTimeout(() => res.end('{"vars":{"1":"x"}}'), 150));
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, { 'backend.connections': 1, breaker: { minimumCalls: 3 } });
+      for (let round = 0; round < 3; round++) {
+        const ids = Array.from({ length: 8 }, (_, i) => 1000 + round * 10 + i);
+        for (const id of ids) c.query(id, { subtype: 's' });
+        await c.until(() => (ids.every((id) => c.messages.some((m) => m.invokeId === id)) ? true : undefined), 3000, 'every reply');
+        await wait(300);
+      }
+      const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+      assert.equal(health.backend.circuits[b.url].state, 'closed');
+      assert.equal(health.backend.state, 'reachable');
+      assert.equal((await outcomes(stack)).deadline > 0, true, 'queries did miss their deadline');
     });
   });
 
@@ -189,12 +240,42 @@ describe('availability', function () {
       const live = await switchable();
       cleanup.push(() => live.close());
       const { stack, c } = await stackWith([deadUrl, live.url], { 'backend.url': [deadUrl, live.url] });
-      for (let i = 0; i < 10; i++) assert.equal((await c.ask({ subtype: 's' })).status, 0);
-      assert.equal(live.requests.length, 10);
+      for (let i = 0; i < 25; i++) assert.equal((await c.ask({ subtype: 's' })).status, 0);
+      assert.equal(live.requests.length, 25);
       const text = await stack.gateway.metrics.text();
       assert.match(text, /^ged145_backend_retries_total [1-9]/m);
       const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
       assert.equal(health.backend.circuits[deadUrl].state, 'open', 'the dead origin is skipped from now on');
+    });
+
+    it('failover: a first origin that comes back gets the traffic back within 2 s of its return', async () => {
+      const first = await switchable();
+      const { port } = first;
+      const live = await switchable();
+      cleanup.push(() => first.close(), () => live.close());
+      const { stack, c } = await stackWith(first.url, { 'backend.url': [first.url, live.url] });
+      for (let i = 0; i < 5; i++) assert.equal((await c.ask({ subtype: 's' })).status, 0);
+      assert.equal(first.requests.length, 5);
+      first.server.closeAllConnections();
+      await new Promise((r) => first.server.close(r)); // down: connections refused
+      const downAt = Date.now();
+      let backAt = 0;
+      let failed = 0;
+      while (Date.now() - downAt < 6000) {
+        if (backAt === 0 && Date.now() - downAt >= 2500) {
+          await new Promise((r) => first.server.listen(port, '127.0.0.1', r));
+          backAt = Date.now();
+        }
+        if ((await c.ask({ subtype: 's' })).status !== 0) failed++;
+        if (backAt > 0 && first.requests.length > 5) break;
+        await wait(5);
+      }
+      assert.equal(failed, 0, 'the second origin answered every query while the first was down');
+      assert.ok(first.requests.length > 5, 'the first origin got traffic again');
+      const tookMs = Date.now() - backAt;
+      assert.ok(tookMs <= 2000, `traffic back ${tookMs} ms after the origin returned`);
+      const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+      assert.equal(health.backend.circuits[first.url].state, 'closed');
     });
 
     it('balance: requests alternate between the origins', async () => {

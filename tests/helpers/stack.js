@@ -78,6 +78,7 @@ async function startTestBackend(handler) {
     url: `http://127.0.0.1:${port}`,
     port,
     requests,
+    server,
     close() {
       server.closeAllConnections();
       return new Promise((r) => server.close(r));

@@ -1,0 +1,149 @@
+'use strict';
+
+// The circuit policy alone (gateway/circuit.js), on a clock the test moves: when it opens, when it
+// probes, how it backs off, and what it ignores.
+
+const assert = require('node:assert/strict');
+const {
+  Circuit, CALL, PROBE, REFUSED,
+} = require('../../gateway/circuit');
+const { BREAKER_DEFAULTS } = require('../../gateway/availability-config');
+const { verdict } = require('../../gateway/breakers');
+
+function circuit(settings = {}) {
+  const clock = { t: 1_000_000 };
+  const changes = [];
+  const c = new Circuit({ ...BREAKER_DEFAULTS, ...settings }, { now: () => clock.t, onChange: (state, from) => changes.push(`${from}->${state}`) });
+  return { c, clock, changes };
+}
+
+/** n calls, each `failed` or not, spread evenly over ms. */
+function calls(c, clock, n, failed, ms = 0) {
+  for (let i = 0; i < n; i++) {
+    const ticket = c.allow();
+    if (ticket === REFUSED) return i;
+    c.record(ticket, failed);
+    clock.t += ms / n;
+  }
+  return n;
+}
+
+describe('circuit policy (fake clock)', () => {
+  it('defaults: opens at 50 % of at least 20 calls within 1 s, probes after 500 ms, backs off to at most 2 s', () => {
+    const {
+      failureRatio, minimumCalls, windowMs, halfOpenAfterMs, maxHalfOpenAfterMs,
+    } = BREAKER_DEFAULTS;
+    assert.deepEqual([failureRatio, minimumCalls, windowMs, halfOpenAfterMs, maxHalfOpenAfterMs], [0.5, 20, 1000, 500, 2000]);
+  });
+
+  it('needs the minimum volume: 19 failures in a row leave it closed, the 20th opens it', () => {
+    const { c, clock } = circuit();
+    assert.equal(calls(c, clock, 19, true, 100), 19);
+    assert.equal(c.state, 'closed');
+    assert.equal(calls(c, clock, 1, true), 1);
+    assert.equal(c.state, 'open');
+    assert.equal(c.allow(), REFUSED);
+  });
+
+  it('needs the ratio: failures under half of the window leave it closed', () => {
+    const { c, clock } = circuit();
+    calls(c, clock, 60, false, 500);
+    calls(c, clock, 55, true, 400);
+    assert.equal(c.state, 'closed', '55 of 115 failed');
+    calls(c, clock, 10, true, 10);
+    assert.equal(c.state, 'open', '65 of 125');
+  });
+
+  it('counts only the last windowMs: old failures age out', () => {
+    const { c, clock } = circuit();
+    calls(c, clock, 15, true, 100);
+    clock.t += 1500;
+    calls(c, clock, 10, true, 100);
+    assert.equal(c.state, 'closed', 'only 10 calls in the window');
+    calls(c, clock, 10, true, 100);
+    assert.equal(c.state, 'open');
+  });
+
+  it('a 0.4 s stall at 500 queries/s does not open it: the answers around it outweigh it', () => {
+    const { c, clock } = circuit();
+    // 2 ms apart: answers for 2 s, then 200 failures (the stall's queries at their deadline)
+    // interleaved with the answers of the queries sent after it, then answers.
+    calls(c, clock, 1000, false, 2000);
+    for (let i = 0; i < 200; i++) {
+      calls(c, clock, 1, true, 1);
+      calls(c, clock, 1, false, 1);
+    }
+    calls(c, clock, 1000, false, 2000);
+    assert.equal(c.state, 'closed');
+  });
+
+  it('one probe at a time, due after halfOpenAfterMs; its answer closes and clears the window', () => {
+    const { c, clock, changes } = circuit();
+    calls(c, clock, 20, true);
+    clock.t += 499;
+    assert.equal(c.isOpen(), true);
+    assert.equal(c.allow(), REFUSED);
+    clock.t += 1;
+    assert.equal(c.isOpen(), false, 'a probe is due: a skipped origin gets tried');
+    const probe = c.allow();
+    assert.equal(probe, PROBE);
+    assert.equal(c.state, 'half-open');
+    assert.equal(c.isOpen(), true);
+    assert.equal(c.allow(), REFUSED, 'only one probe in flight');
+    c.record(probe, false);
+    assert.equal(c.state, 'closed');
+    assert.equal(c.allow(), CALL);
+    calls(c, clock, 19, true);
+    assert.equal(c.state, 'closed', 'the window started afresh');
+    assert.deepEqual(changes, ['closed->open', 'open->half-open', 'half-open->closed']);
+  });
+
+  it('failed probes back off by 1.5 up to maxHalfOpenAfterMs; an answer resets the backoff', () => {
+    const { c, clock } = circuit({ maxHalfOpenAfterMs: 10_000 });
+    calls(c, clock, 20, true);
+    const waits = [];
+    for (let i = 0; i < 12; i++) {
+      const opened = clock.t;
+      while (c.allow() === REFUSED) clock.t += 10;
+      waits.push(clock.t - opened);
+      c.record(PROBE, true);
+    }
+    assert.deepEqual(waits, [500, 750, 1130, 1690, 2540, 3800, 5700, 8550, 10_000, 10_000, 10_000, 10_000]);
+    while (c.allow() === REFUSED) clock.t += 10;
+    c.record(PROBE, false);
+    calls(c, clock, 20, true);
+    const opened = clock.t;
+    while (c.allow() === REFUSED) clock.t += 10;
+    assert.equal(clock.t - opened, 500, 'back to halfOpenAfterMs');
+  });
+
+  it('a probe with no evidence either way (router gone, never sent) frees the slot for the next call', () => {
+    const { c, clock } = circuit();
+    calls(c, clock, 20, true);
+    clock.t += 500;
+    c.record(c.allow(), null);
+    assert.equal(c.state, 'half-open');
+    assert.equal(c.isOpen(), false);
+    assert.equal(c.allow(), PROBE);
+  });
+
+  it('calls with no evidence are not counted; results of calls started before it opened change nothing', () => {
+    const { c, clock } = circuit();
+    calls(c, clock, 100, null);
+    calls(c, clock, 19, true);
+    assert.equal(c.state, 'closed', 'the 100 neutral calls are not in the ratio, and 19 < 20');
+    const early = c.allow();
+    calls(c, clock, 1, true);
+    assert.equal(c.state, 'open');
+    c.record(early, false);
+    assert.equal(c.state, 'open', 'an answer to a call from before the open is no probe');
+  });
+
+  it('verdict: what counts against an origin', () => {
+    assert.equal(verdict({ kind: 'ok' }), false);
+    assert.equal(verdict({ kind: 'app_error' }), false, 'a 4xx is an answer');
+    assert.equal(verdict({ kind: 'host_error', reason: 'http-503', blame: true }), true);
+    assert.equal(verdict({ kind: 'host_error', reason: 'deadline', blame: false }), null, 'waited in the gateway');
+    assert.equal(verdict({ kind: 'host_error', reason: 'aborted', blame: false }), null);
+  });
+});
