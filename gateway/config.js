@@ -47,7 +47,8 @@ const DEFAULTS = Object.freeze({
   retry: { ...RETRY_DEFAULTS }, // a request that surely never reached the backend is tried again, on another origin
   limits: {
     maxMessageLength: DEFAULT_MAX_MESSAGE_LENGTH,
-    maxInFlight: 1000, // per session; past it the socket stops being read until replies drain
+    maxInFlight: 1000, // per session; queries past it wait, in order, until replies free a slot
+    maxQueuedBytes: 1024 * 1024, // per session; requests waiting past maxInFlight; past it the socket stops being read
     maxOutboundBytes: 1024 * 1024, // per session; a router that stops reading is disconnected past it
     maxSessions: 64, // open sessions; past it OPEN_REQ gets E_AG_HOST_OFFLINE
     maxConnections: 2048, // TCP connections; past it a connection is closed at once
@@ -65,7 +66,7 @@ const DEFAULTS = Object.freeze({
   workers: 1,
   shutdownTimeoutMs: 5000,
   // V8 heap sizing the gateway sets for itself at start (gateway/heap.js); read once, not on reload.
-  memory: { youngGenerationMb: 1, heapGrowthPercent: 50 },
+  memory: { youngGenerationMb: 8, heapGrowthPercent: 50 }, // why 8: docs/configuration.md
   warmup: true, // run synthetic queries through the code before listening (see gateway/warmup.js)
   des: { keyFile: null, require: false }, // the DES private key: GED145_DES_KEY, or a file holding it; never logged
   tls: { cert: null, key: null, ca: null }, // PEM files: listen with TLS; ca = require client certificates
@@ -135,6 +136,7 @@ const LIMIT_RANGES = Object.freeze({
   maxMessageLength: [1024, 1024 * 1024], // room for any FAILURE_CONF (265 bytes) and a real QUERY_REQ
   maxInFlight: [1, 100_000],
   maxOutboundBytes: [4096, 1024 * 1024 * 1024],
+  maxQueuedBytes: [0, 1024 * 1024 * 1024],
   maxSessions: [1, 10_000],
   maxConnections: [1, 100_000],
   openTimeoutMs: [100, 600_000],

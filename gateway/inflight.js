@@ -16,16 +16,19 @@ const { QuerySignal } = require('./abort');
 
 /** One query in flight: when it is due, and the signal that aborts its backend call. */
 class PendingQuery {
-  constructor(query) {
+  /** start: when the query's bytes arrived (performance.now() time); its deadline runs from then. */
+  constructor(query, start) {
     this.query = query;
-    this.start = performance.now();
+    this.start = start;
     this.done = false;
+    this.expired = false; // settled by its deadline
+    this.abortReason = null; // then: the reason its backend request is aborted with
     this.deadlineMs = 0;
     this.deadlineAt = 0; // performance.now() time
     this.signal = new QuerySignal();
   }
 
-  /** Seconds since the query was read. */
+  /** Seconds since the query arrived. */
   elapsed() {
     return (performance.now() - this.start) / 1000;
   }
@@ -33,7 +36,8 @@ class PendingQuery {
 
 class InFlight {
   /**
-   * onDeadline(p): called when a query's budget runs out, with p still unsettled; metrics: where
+   * onDeadline(p, lateMs): called when a query's budget runs out, with p still unsettled, and how
+   * long after its deadline that is (a busy event loop fires timers late); metrics: where
    * abortAll counts the queries it drops (queries_in_flight is read from `size` at scrape time).
    */
   constructor({ onDeadline, metrics }) {
@@ -50,15 +54,20 @@ class InFlight {
     return this.queries.size;
   }
 
-  /** A query read now, with deadlineMs to be answered in. */
-  add(query, deadlineMs) {
-    const p = new PendingQuery(query);
+  /**
+   * A query that arrived at `receivedAt` (performance.now() time, now when left out; a query
+   * handled after others of the same chunk, or after waiting for a slot, arrived earlier), with
+   * deadlineMs from then to be answered in.
+   */
+  add(query, deadlineMs, receivedAt) {
+    const now = performance.now();
+    const p = new PendingQuery(query, receivedAt === undefined || receivedAt > now ? now : receivedAt);
     p.deadlineMs = deadlineMs;
     p.deadlineAt = p.start + deadlineMs;
     if (p.deadlineAt < this.lastDeadlineAt) this.ordered = false;
     this.lastDeadlineAt = p.deadlineAt;
     this.queries.add(p);
-    if (p.deadlineAt < this.timerAt) this.arm(p.deadlineAt, p.start);
+    if (p.deadlineAt < this.timerAt) this.arm(p.deadlineAt, now);
     return p;
   }
 
@@ -101,7 +110,7 @@ class InFlight {
     for (const p of this.queries) {
       if (p.done) continue; // settled by an expiry before it in this loop
       if (p.deadlineAt <= now) {
-        this.onDeadline(p);
+        this.onDeadline(p, now - p.deadlineAt);
       } else {
         next = Math.min(next, p.deadlineAt);
         if (this.ordered) break;

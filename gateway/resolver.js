@@ -62,6 +62,11 @@ class QueryResolver {
     return this.instead(outcome, state) || outcome;
   }
 
+  /** What atDeadline needs for a query that is answered without being resolved (its deadline passed first). */
+  availabilityFor(q) {
+    return { fallback: this.settingsFor(q).fallback, stale: undefined };
+  }
+
   /** A stale or fallback outcome in place of a failed one, or null when there is none (or it is no failure of the backend). */
   instead(outcome, state) {
     if (state === undefined || outcome.reason === 'aborted') return null;

@@ -6,9 +6,15 @@
 // limits.maxOutboundBytes), flow control, and the close: a lingering close after our FIN, and
 // the router's own FIN (a half-close). What the messages mean is the Session's business
 // (session.js); the link tells it through four callbacks:
-//   onMessage(msg), onProtocolError(err)   one per frame, from the reader
-//   onPeerEnd()                           the router sent FIN while we had not decided to close
-//   onClosed()                            the socket is gone; called once
+//   onMessage(msg, size), onProtocolError(err)   one per frame, from the reader
+//   onPeerEnd()        the router sent FIN while we had not decided to close, and every byte it
+//                      sent before has been handed on (none is held unread)
+//   onClosed()         the socket is gone; called once
+//
+// A chunk holding many frames (a router that writes a thousand queries at once) is handled in
+// slices of SLICE_FRAMES: after each slice the link stops reading until the next round of the
+// event loop, so that deadline timers, backend answers and reply writes run in between rather
+// than after the whole chunk.
 
 const { performance } = require('node:perf_hooks');
 const { MessageReader, DIRECTION } = require('../lib/protocol');
@@ -32,6 +38,12 @@ const NOT_CORKED = 0;
 const UNTIL_TICK = 1;
 const UNTIL_ROUND = 2;
 
+/** Frames handled before the link lets the event loop turn (see the top of this file). */
+const SLICE_FRAMES = 64;
+// Why input is paused (RouterLink.pauses, a bit each): reading resumes when none is left.
+const PAUSE_SLICE = 1; // a slice is done; resumes on the next round of the event loop
+const PAUSE_HELD = 2; // the session holds as many requests as it may (limits.maxQueuedBytes)
+
 function uncork(link) {
   if (link.corked === NOT_CORKED) return;
   link.corked = NOT_CORKED;
@@ -42,16 +54,19 @@ class RouterLink {
   /** meta: fields for every log line ({session, peer}). */
   /** trace: {limit, redact}: log the first `limit` frames each way (--trace-frames), or null. */
   constructor(socket, {
-    limits, log, meta, onMessage, onProtocolError, onPeerEnd, onClosed, trace = null,
+    limits, log, meta, onMessage, onProtocolError, onPeerEnd, onClosed, holding = () => false, trace = null,
   }) {
     this.socket = socket;
     this.limits = limits;
     this.log = log;
     this.meta = meta;
+    this.onMessageCallback = onMessage;
     this.onPeerEndCallback = onPeerEnd;
     this.onClosedCallback = onClosed;
+    this.holding = holding; // the session holds requests it has read and not answered yet
 
-    this.paused = false; // reading stopped at the in-flight cap
+    this.pauses = 0; // PAUSE_* bits: input is read only while none is set
+    this.sliceFrames = 0; // frames handled since the event loop last turned
     this.corked = NOT_CORKED;
     this.reading = false; // inside onData: replies made now share the tick's burst
     // Closing: `inputStopped` once the session decided to close (input is read and discarded from
@@ -76,8 +91,11 @@ class RouterLink {
     this.reader = new MessageReader({
       direction: DIRECTION.ROUTER_TO_HOST,
       maxMessageLength: limits.maxMessageLength,
-      onMessage,
-      onError: onProtocolError,
+      onMessage: (msg, size) => this.onMessage(msg, size),
+      onError: (err) => {
+        onProtocolError(err);
+        this.counted();
+      },
       onFrame: this.trace === null ? undefined : (typeId, body) => this.trace.received(typeId, body),
     });
 
@@ -101,18 +119,9 @@ class RouterLink {
   onData(chunk) {
     if (this.inputStopped) return; // closing: read and discard, so the close is not a reset
     this.lastRx = performance.now();
+    this.sliceFrames = 0;
     const framesBefore = this.reader.frames;
-    this.reading = true;
-    try {
-      this.reader.push(chunk);
-    } catch (err) {
-      // A bug in a handler must cost one connection, never the process.
-      this.log.error('internal error while handling router data; closing the connection', { ...this.meta, error: err.message });
-      this.destroy('internal error');
-      return;
-    } finally {
-      this.reading = false;
-    }
+    if (!this.feed(chunk)) return;
     if (this.reader.bufferedBytes > 0) {
       // The frame now buffered started in this chunk if any frame completed in it.
       if (this.partialSince < 0 || this.reader.frames !== framesBefore) this.partialSince = this.lastRx;
@@ -122,22 +131,78 @@ class RouterLink {
     }
   }
 
+  /** Hands a chunk (or, with none, the bytes held while paused) to the reader; false if that cost the connection. */
+  feed(chunk) {
+    this.reading = true;
+    try {
+      if (chunk === undefined) this.reader.resume();
+      else this.reader.push(chunk);
+    } catch (err) {
+      // A bug in a handler must cost one connection, never the process.
+      this.log.error('internal error while handling router data; closing the connection', { ...this.meta, error: err.message });
+      this.destroy('internal error');
+      return false;
+    } finally {
+      this.reading = false;
+    }
+    return true;
+  }
+
+  onMessage(msg, size) {
+    this.onMessageCallback(msg, size);
+    this.counted();
+  }
+
+  /** One more frame handled: at the end of a slice, let the event loop turn. */
+  counted() {
+    if (++this.sliceFrames < SLICE_FRAMES || (this.pauses & PAUSE_SLICE) !== 0) return;
+    this.pause(PAUSE_SLICE);
+    setImmediate(endOfSlice, this);
+  }
+
+  /** True while input is not being read (a slice is over, or the session holds all it may). */
+  get paused() {
+    return this.pauses !== 0;
+  }
+
   /** Stop after the current message: the frames behind it wait in the reader, then in TCP. */
-  pauseInput() {
-    this.paused = true;
+  pause(why) {
+    const was = this.pauses;
+    this.pauses |= why;
+    if (was !== 0 || this.inputStopped) return;
     this.reader.pause();
     this.socket.pause();
   }
 
-  resumeInput() {
-    this.paused = false;
-    this.reader.resume(); // frames held since the pause are handled now, and may pause again
-    if (this.paused || this.closed || this.inputStopped) return;
+  resume(why) {
+    if ((this.pauses & why) === 0) return;
+    this.pauses &= ~why;
+    if (this.pauses !== 0 || this.closed || this.inputStopped) return;
+    this.sliceFrames = 0;
+    // Frames held since the pause are handled now, and may pause again.
+    if (this.reader.heldBytes > 0 && !this.feed()) return;
+    if (this.pauses !== 0 || this.closed || this.inputStopped) return;
+    this.reader.resume(); // nothing held: just unpause it
     this.socket.resume();
     if (this.reader.bufferedBytes > 0 && this.partialSince < 0) {
       this.partialSince = performance.now();
       this.armPartial();
     }
+    if (this.peerEnded && !this.finishing) this.onPeerEndCallback(); // the FIN came while bytes were held
+  }
+
+  /** The session holds as many requests as it may: stop reading until it says otherwise. */
+  pauseInput() {
+    this.pause(PAUSE_HELD);
+  }
+
+  resumeInput() {
+    this.resume(PAUSE_HELD);
+  }
+
+  /** Bytes received and not handed on yet (held while paused). */
+  get unreadBytes() {
+    return this.reader.heldBytes;
   }
 
   // ---- output ------------------------------------------------------------------------------
@@ -146,17 +211,20 @@ class RouterLink {
    * Replies made while a chunk of router input is handled go out in one corked burst at the end
    * of the tick. `more`: other queries of this connection are still in flight, so the burst is
    * held until the end of this round of I/O (setImmediate) and answers that arrive on other
-   * backend sockets in the same round join it: one write for many replies under load. The last
-   * reply due, with nothing corked, is written at once: a lone query's answer waits for nothing.
+   * backend sockets in the same round join it: one write for many replies under load. `soon`:
+   * an answer at its deadline, which leaves at the end of this tick whatever else is due (the
+   * router's own timeout is close). The last reply due, with nothing corked, is written at once:
+   * a lone query's answer waits for nothing.
    */
-  send(buf, more = false) {
+  send(buf, more = false, soon = false) {
     const socket = this.socket;
     if (this.closed || this.finishing || socket.destroyed) return;
     if (this.corked === NOT_CORKED) {
       // Otherwise nothing to batch with: written now, not after the rest of the tick's work.
-      if (more || this.reading) this.cork(more);
-    } else if (this.corked === UNTIL_ROUND && !more) {
-      this.corked = UNTIL_TICK; // the last reply due: the burst leaves now, not at the round's end
+      if (soon || this.reading) this.cork(false);
+      else if (more) this.cork(true);
+    } else if (this.corked === UNTIL_ROUND && (soon || !more)) {
+      this.corked = UNTIL_TICK; // the burst leaves now, not at the round's end
       process.nextTick(uncork, this);
     }
     socket.write(buf);
@@ -192,6 +260,8 @@ class RouterLink {
   checkIdle() {
     this.idleTimer = null;
     if (this.closed || this.inputStopped) return;
+    // While we hold requests unanswered or do not read, the quiet is ours, not the router's.
+    if (this.pauses !== 0 || this.holding()) this.lastRx = performance.now();
     const quiet = performance.now() - this.lastRx;
     if (quiet >= this.idleTimeoutMs) {
       this.log.warn(`nothing received for ${this.idleTimeoutMs} ms (IdleTimeout); closing the connection`, this.meta);
@@ -234,7 +304,7 @@ class RouterLink {
     if (this.closeReason === null) this.closeReason = reason;
     this.inputStopped = true;
     this.clearTimers();
-    this.paused = false;
+    this.pauses = 0;
     this.socket.resume();
   }
 
@@ -263,7 +333,7 @@ class RouterLink {
   onEnd() {
     this.peerEnded = true;
     if (this.finishing) this.closeWhenFlushed();
-    else if (!this.closed) this.onPeerEndCallback();
+    else if (!this.closed && this.pauses === 0) this.onPeerEndCallback(); // else once the held bytes are read (resume)
   }
 
   destroy(reason) {
@@ -287,6 +357,9 @@ class RouterLink {
   }
 }
 
+function endOfSlice(link) {
+  link.resume(PAUSE_SLICE);
+}
 function onIdleTimeout(link) {
   link.checkIdle();
 }

@@ -22,11 +22,12 @@
 //   onSessionIdle(s)  the session has no query in flight any more
 //   onSessionClosed(s) the socket closed; the session is finished
 
+const { performance } = require('node:perf_hooks');
 const {
   serialize, STATUS, MESSAGE_TYPES: T, des, EncodeError,
 } = require('../lib/protocol');
 const { RouterLink } = require('./router-link');
-const { DEADLINE } = require('./engines/errors');
+const { DEADLINE, DEADLINE_LATE } = require('./engines/errors');
 const { messageOf } = require('../lib/errors');
 const { InFlight } = require('./inflight');
 const { ReplyWriter } = require('./reply');
@@ -34,11 +35,18 @@ const { describeQuery } = require('./redact');
 const { LogThrottle } = require('./log-throttle');
 
 let nextSessionId = 1;
+/** A deadline timer firing later than this means the event loop was busy (see expire). */
+const TIMER_LAG_MS = 25;
+/** A session that stopped reading (held requests past limits.maxQueuedBytes) reads again at this fraction of it. */
 const RESUME_FRACTION = 0.5;
+/** Requests taken from the backlog per turn of the event loop, as the link's slices (router-link.js). */
+const DRAIN_SLICE = 64;
 /** Metrics outcomes of QUERY_RESP answers that did not come from the backend just now. */
 const SOURCE_LABELS = Object.freeze({
   cache: 'cached', stale: 'stale', fallback: 'fallback',
-}); // a paused session reads again when in-flight drops to half the cap
+});
+/** Messages that change how the frames after them are read (state, cipher): decoding waits for them. */
+const BARRIERS = new Set([T.OPEN_REQ, T.CLOSE_REQ]);
 
 /**
  * OPEN_REQ.IdleTimeout is used as given within this range; 0 or a value outside it (0xFFFFFFFF
@@ -70,23 +78,33 @@ class Session {
     this.version = undefined;
     this.encrypted = false;
     this.idleTimeoutMs = 0;
-    this.inflight = new InFlight({ onDeadline: (p) => this.expire(p), metrics: this.metrics });
+    this.inflight = new InFlight({ onDeadline: (p, lateMs) => this.expire(p, lateMs), metrics: this.metrics });
     this.reply = new ReplyWriter({ maxBody: this.limits.maxMessageLength });
     this.closeWaiters = [];
     this.ending = null; // {reason, last} once we decided to close: what is in flight is answered first
+    this.peerEnded = false; // the router half-closed: end once every request it sent is answered
     this.closed = false;
+    // Requests read while limits.maxInFlight queries are in flight, answered in order as slots
+    // free: {msg, size, receivedAt}, from backlogHead on. Heartbeats never wait here.
+    this.backlog = [];
+    this.backlogHead = 0;
+    this.backlogBytes = 0;
+    this.barrierHeld = false; // an OPEN_REQ or CLOSE_REQ waits in the backlog: decoding waits too
+    this.drainScheduled = false;
+    this.expiredToAbort = []; // queries answered at their deadline whose backend request is still to be aborted
     this.counters = {
-      queries: 0, ok: 0, failed: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0,
+      queries: 0, ok: 0, failed: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0, lost: 0,
     };
     this.openTimer = setTimeout(onOpenTimeout, this.limits.openTimeoutMs, this);
     this.link = new RouterLink(socket, {
       limits: this.limits,
       log: this.log,
       meta: { session: this.id, peer: this.peer },
-      onMessage: (msg) => this.onMessage(msg),
+      onMessage: (msg, size) => this.onMessage(msg, size),
       onProtocolError: (err) => this.onProtocolError(err),
-      onPeerEnd: () => this.end('closed by router'), // half-close: what was sent is answered first
+      onPeerEnd: () => this.onPeerEnd(), // half-close: what was sent is answered first
       onClosed: () => this.onClose(),
+      holding: () => this.backlogHead < this.backlog.length,
       trace: { limit: config.log.traceFrames, redact: this.redact },
     });
     this.log.info('router connected', { session: this.id, peer: this.peer });
@@ -102,10 +120,70 @@ class Session {
 
   // ---- requests ----------------------------------------------------------------------------
 
-  onMessage(msg) {
+  /**
+   * One message from the reader. A heartbeat is answered at once, whatever waits; a query past
+   * limits.maxInFlight, and anything behind a waiting request, joins the backlog (in order).
+   */
+  onMessage(msg, size) {
     if (this.closed || this.ending !== null) return;
+    const receivedAt = this.link.lastRx;
+    if (msg.typeId === T.HEARTBEAT_REQ) {
+      this.onHeartbeat(msg);
+    } else if (this.backlogHead < this.backlog.length || (msg.typeId === T.QUERY_REQ && this.inflight.size >= this.limits.maxInFlight)) {
+      this.hold(msg, size, receivedAt);
+    } else {
+      this.handle(msg, receivedAt);
+    }
+  }
+
+  hold(msg, size, receivedAt) {
+    this.backlog.push({ msg, size, receivedAt });
+    this.backlogBytes += size;
+    if (BARRIERS.has(msg.typeId)) this.barrierHeld = true;
+    if (this.barrierHeld || this.backlogBytes > this.limits.maxQueuedBytes) this.link.pauseInput();
+  }
+
+  /** Takes requests from the backlog while slots are free, a slice per turn of the event loop. */
+  drainBacklog() {
+    this.drainScheduled = false;
+    const { backlog } = this;
+    let n = 0;
+    while (this.backlogHead < backlog.length && !this.closed) {
+      const item = backlog[this.backlogHead];
+      if (item.msg.typeId === T.QUERY_REQ && this.inflight.size >= this.limits.maxInFlight) break;
+      if (++n > DRAIN_SLICE) {
+        this.drainScheduled = true;
+        setImmediate(drainLater, this);
+        return;
+      }
+      backlog[this.backlogHead++] = undefined;
+      this.backlogBytes -= item.size;
+      if (BARRIERS.has(item.msg.typeId)) this.barrierHeld = false;
+      this.handle(item.msg, item.receivedAt);
+    }
+    if (this.backlogHead === backlog.length) {
+      backlog.length = 0;
+      this.backlogHead = 0;
+    }
+    if (this.closed) return;
+    if (!this.barrierHeld && this.backlogBytes <= this.limits.maxQueuedBytes * RESUME_FRACTION) this.link.resumeInput();
+    if (this.backlogHead === backlog.length) this.inputDone();
+  }
+
+  /** Every request read has been dispatched: a half-closed router's session can end now. */
+  inputDone() {
+    if (this.peerEnded && this.link.unreadBytes === 0) this.end('closed by router');
+    else if (this.ending !== null && this.inflight.size === 0) this.link.finish(this.ending.last);
+  }
+
+  onPeerEnd() {
+    this.peerEnded = true;
+    if (this.backlogHead === this.backlog.length) this.end('closed by router');
+  }
+
+  handle(msg, receivedAt) {
     switch (msg.typeId) {
-      case T.QUERY_REQ: this.onQuery(msg); break;
+      case T.QUERY_REQ: this.onQuery(msg, receivedAt); break;
       case T.HEARTBEAT_REQ: this.onHeartbeat(msg); break;
       case T.OPEN_REQ: this.onOpen(msg); break;
       case T.CLOSE_REQ: this.onCloseReq(msg); break;
@@ -243,7 +321,8 @@ class Session {
     this.send(serialize.paramConf(msg.invokeId));
   }
 
-  onQuery(q) {
+  /** receivedAt: when its bytes arrived (performance.now()); its deadline runs from then. */
+  onQuery(q, receivedAt) {
     if (this.state !== 'open') {
       this.failure(q.invokeId, STATUS.E_AG_SESSION_INACTIVE, 'no open session');
       return;
@@ -258,10 +337,15 @@ class Session {
       return;
     }
     const { resolver, config } = this.gateway;
-    const p = this.inflight.add(q, config.deadlineMs);
+    const p = this.inflight.add(q, config.deadlineMs, receivedAt);
     p.resolver = resolver; // the settings this query started under, even across a reload
-    // A hard cap, per message: the frames behind this one wait in the reader, unread.
-    if (!this.link.paused && this.inflight.size >= this.limits.maxInFlight) this.link.pauseInput();
+    if (p.deadlineAt <= performance.now()) {
+      // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
+      // backend is not asked a question nobody waits for any more.
+      p.availability = resolver.availabilityFor(q);
+      this.expire(p);
+      return;
+    }
     if (this.debug) this.log.debug('query', describeQuery(q, this.id, this.redact));
     resolver.resolve(q, p.signal, p).then(
       (outcome) => this.complete(p, outcome),
@@ -333,9 +417,15 @@ class Session {
     return [label, buf];
   }
 
-  expire(p) {
+  expire(p, lateMs = 0) {
     if (!this.inflight.settle(p)) return;
-    p.signal.abort(DEADLINE); // a late backend answer is dropped; the backend counts it as a failure
+    p.expired = true;
+    // Its backend request is aborted once the answers due now are written (abortExpired): an
+    // abort closes that backend connection, which is no work to do ahead of a router waiting for
+    // its reply. A late backend answer is dropped. The backend counts it as the origin's failure
+    // unless the deadline fired late: then the event loop was busy and the answer may be waiting unread.
+    p.abortReason = lateMs > TIMER_LAG_MS ? DEADLINE_LATE : DEADLINE;
+    if (this.expiredToAbort.push(p) === 1) setImmediate(abortExpired, this);
     const instead = p.resolver.atDeadline(p);
     if (instead !== null) {
       const [label, reply] = this.replyFor(p.query, instead);
@@ -348,7 +438,8 @@ class Session {
 
   finishQuery(p, q, outcome, reply) {
     const seconds = p === null ? 0 : p.elapsed();
-    this.link.send(reply, this.inflight.size > 0); // first: the books can wait, the router cannot
+    // First: the books can wait, the router cannot. An answer at the deadline leaves this tick.
+    this.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
     if (outcome === 'ok' || outcome === 'duplicate') this.counters.ok++;
     else this.counters.failed++;
     this.metrics.observeQuery(q.subtype, outcome, seconds);
@@ -357,9 +448,9 @@ class Session {
 
   afterSettle() {
     if (this.closed) return;
-    if (this.link.paused && this.ending === null && this.inflight.size <= this.limits.maxInFlight * RESUME_FRACTION) this.link.resumeInput();
+    if (this.backlogHead < this.backlog.length && !this.drainScheduled) this.drainBacklog();
     if (this.closeWaiters.length > 0) this.settleClose();
-    if (this.inflight.size === 0) {
+    if (this.inflight.size === 0 && this.backlogHead === this.backlog.length) {
       if (this.ending !== null) this.link.finish(this.ending.last);
       this.gateway.onSessionIdle(this);
     }
@@ -411,7 +502,8 @@ class Session {
     this.ending = { reason, last };
     this.clearOpenTimer();
     this.link.stopInput(reason);
-    if (this.inflight.size === 0) this.link.finish(last);
+    // Requests read before this are still answered: those in flight, and those in the backlog.
+    if (this.inflight.size === 0 && this.backlogHead === this.backlog.length) this.link.finish(last);
   }
 
   destroy(reason) {
@@ -429,12 +521,27 @@ class Session {
     this.closed = true;
     this.state = 'closed';
     this.clearOpenTimer();
-    const lost = this.inflight.size;
+    // Queries the router will get no answer to, because it went away: in flight, or waiting.
+    let lost = this.inflight.size;
     this.inflight.abortAll('lost_router_gone');
+    for (let i = this.backlogHead; i < this.backlog.length; i++) {
+      const { msg } = this.backlog[i];
+      if (msg.typeId !== T.QUERY_REQ) continue;
+      lost++;
+      this.metrics.observeQuery(msg.subtype, 'lost_router_gone', 0);
+    }
+    this.backlog = [];
+    this.backlogHead = 0;
+    this.counters.lost += lost;
     if (wasOpen) this.gateway.releaseSession(this);
     this.gateway.onSessionClosed(this);
     this.log.info('router disconnected', {
-      session: this.id, peer: this.peer, reason: this.closeReason || 'closed by router', abandonedQueries: lost, ...this.counters,
+      session: this.id,
+      peer: this.peer,
+      reason: this.closeReason || 'closed by router',
+      abandonedQueries: lost,
+      unreadBytes: this.link.unreadBytes,
+      ...this.counters,
     });
   }
 
@@ -452,10 +559,21 @@ class Session {
       openedAt: this.openedAt && this.openedAt.toISOString(),
       idleTimeoutMs: this.idleTimeoutMs,
       inFlight: this.inflight.size,
+      waiting: this.backlog.length - this.backlogHead,
       paused: this.link.paused,
       counters: { ...this.counters },
     };
   }
+}
+
+function abortExpired(session) {
+  const expired = session.expiredToAbort;
+  session.expiredToAbort = [];
+  for (const p of expired) p.signal.abort(p.abortReason);
+}
+
+function drainLater(session) {
+  session.drainBacklog();
 }
 
 function onOpenTimeout(session) {

@@ -4,9 +4,11 @@ const { Framer } = require('./framer');
 const { decode } = require('./parser');
 const { ProtocolError } = require('./errors');
 const { DIRECTION } = require('./direction');
+const { HEADER_LENGTH } = require('./constants');
 
 /**
- * Framer + decoder: chunks in, messages out. onMessage(msg) once per good frame; onError(err)
+ * Framer + decoder: chunks in, messages out. onMessage(msg, size) once per good frame (size: the
+ * frame's bytes, header included); onError(err)
  * once per bad one, where err.fatal says whether the stream is finished (the framer stops) or the
  * frame was only rejected (answer it and carry on). errors + messages = frames, always.
  */
@@ -79,7 +81,7 @@ class MessageReader {
       this.onError(err);
       return;
     }
-    this.onMessage(msg);
+    this.onMessage(msg, body.length + HEADER_LENGTH);
   }
 }
 

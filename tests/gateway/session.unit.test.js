@@ -100,7 +100,7 @@ describe('Session (unit, fake clock)', () => {
       config,
       log: captureLogger('debug'),
       metrics: new Metrics({ collectDefault: false }),
-      resolver: { resolve: (q, signal) => backend.call(q, signal), atDeadline: () => null },
+      resolver: { resolve: (q, signal) => backend.call(q, signal), atDeadline: () => null, availabilityFor: () => ({ fallback: null }) },
       draining: false,
       opened: 0,
       admitSession() { this.opened++; return null; },
@@ -261,17 +261,77 @@ describe('Session (unit, fake clock)', () => {
     assert.deepEqual(socket.bursts, [[21, 22, 23]]);
   });
 
-  it('stops reading past limits.maxInFlight and resumes when replies drain to half', async () => {
+  const query = (invokeId) => serialize.queryReq({ invokeId, routerCallDay: 1, routerCallKey: 1, subtype: 'x' });
+
+  it('past limits.maxInFlight, keeps reading: queries wait in order, heartbeats are answered at once', async () => {
     make({ 'limits.maxInFlight': 4 });
     open();
-    for (let i = 0; i < 4; i++) socket.feed(serialize.queryReq({ invokeId: 10 + i, routerCallDay: 1, routerCallKey: 1, subtype: 'x' }));
-    assert.equal(socket.paused, true);
+    socket.feed(Buffer.concat([10, 11, 12, 13, 14, 15].map(query).concat(serialize.heartbeatReq(50))));
+    await flush();
+    assert.deepEqual(backend.calls.map((c) => c.q.invokeId), [10, 11, 12, 13]);
+    assert.equal(socket.paused, false, 'still reading');
+    assert.deepEqual(socket.replies.slice(1).map((m) => [m.type, m.invokeId]), [['HEARTBEAT_CONF', 50]]);
+    assert.equal(session.toJSON().waiting, 2);
     backend.calls[0].resolve({ kind: 'ok', answer: {} });
     await flush();
-    assert.equal(socket.paused, true);
-    backend.calls[1].resolve({ kind: 'ok', answer: {} });
+    assert.deepEqual(backend.calls.map((c) => c.q.invokeId), [10, 11, 12, 13, 14], 'a slot freed: the oldest waiting query goes');
+    for (const c of backend.calls.slice(1)) c.resolve({ kind: 'ok', answer: {} });
     await flush();
-    assert.equal(socket.paused, false);
+    backend.calls[5].resolve({ kind: 'ok', answer: {} });
+    await flush();
+    assert.deepEqual(socket.replies.filter((m) => m.type === 'QUERY_RESP').map((m) => m.invokeId), [10, 11, 12, 13, 14, 15]);
+  });
+
+  it('stops reading once the waiting requests pass limits.maxQueuedBytes, reads again at half', async () => {
+    const size = query(10).length;
+    make({ 'limits.maxInFlight': 1, 'limits.maxQueuedBytes': 4 * size });
+    open();
+    for (let i = 0; i < 6; i++) socket.feed(query(10 + i));
+    assert.equal(socket.paused, true, '5 waiting are past 4 frames');
+    for (let i = 0; i < 3; i++) {
+      backend.calls[i].resolve({ kind: 'ok', answer: {} });
+      await flush();
+    }
+    assert.equal(socket.paused, false, '2 waiting: read again');
+  });
+
+  it('a query that waited past its deadline is answered at once, without asking the backend', async () => {
+    make({ 'limits.maxInFlight': 1, deadlineMs: 250 });
+    open();
+    socket.feed(Buffer.concat([query(10), query(11)]));
+    await clock.tickAsync(250); // 10 expires; 11, which arrived with it, gets its slot at its own deadline
+    assert.equal(backend.calls.length, 1);
+    assert.deepEqual(socket.replies.slice(1).map((m) => [m.type, m.invokeId, m.status]), [
+      ['FAILURE_CONF', 10, STATUS.E_AG_HOST_ERROR1], ['FAILURE_CONF', 11, STATUS.E_AG_HOST_ERROR1],
+    ]);
+  });
+
+  it('a router that is waiting for its queued queries is not idle; heartbeats behind them are answered', async () => {
+    make({ 'limits.maxInFlight': 1, deadlineMs: 250 });
+    open(1000);
+    socket.feed(Buffer.concat(Array.from({ length: 20 }, (_, i) => query(10 + i))));
+    for (let t = 0; t < 20; t++) {
+      await clock.tickAsync(250); // each query waits its whole deadline
+      if (t % 3 === 0) socket.feed(serialize.heartbeatReq(100 + t));
+    }
+    await clock.tickAsync(10);
+    assert.equal(socket.destroyed, false, 'not closed for IdleTimeout');
+    const beats = socket.replies.filter((m) => m.type === 'HEARTBEAT_CONF').length;
+    assert.equal(beats, 7);
+    assert.equal(socket.replies.filter((m) => m.type === 'FAILURE_CONF').length, 20, 'every query answered');
+  });
+
+  it('a half-close answers every query the router sent, those waiting included, then closes', async () => {
+    make({ 'limits.maxInFlight': 2 });
+    open();
+    socket.feed(Buffer.concat([10, 11, 12, 13, 14].map(query)));
+    socket.emit('end');
+    for (let i = 0; i < 5; i++) {
+      await flush();
+      backend.calls[i].resolve({ kind: 'ok', answer: {} });
+    }
+    await flush();
+    assert.deepEqual(socket.replies.filter((m) => m.type === 'QUERY_RESP').map((m) => m.invokeId), [10, 11, 12, 13, 14]);
   });
 
   it('disconnects a router that stops reading once its unread replies pass limits.maxOutboundBytes', async () => {

@@ -5,6 +5,7 @@
 // so tests see exactly what the host sent.
 
 const net = require('node:net');
+const { performance } = require('node:perf_hooks');
 const { once } = require('node:events');
 const { MessageReader, serialize, DIRECTION } = require('../../lib/protocol');
 
@@ -24,7 +25,11 @@ class WireClient {
     this.closed = false;
     this.reader = new MessageReader({
       direction: DIRECTION.HOST_TO_ROUTER,
-      onMessage: (m) => { this.messages.push(m); this.check(); },
+      onMessage: (m) => {
+        m.receivedAt = performance.now(); // when this client read it: the router's view of latency
+        this.messages.push(m);
+        this.check();
+      },
       onError: (e) => { this.errors.push(e); this.check(); },
     });
     socket.on('data', (chunk) => this.reader.push(chunk));
