@@ -4,14 +4,26 @@
 // 100-200 ms late (JIT, lazy loading, undici's HTTP parser compiled on first use), long enough to
 // miss the router's deadline right after a restart. So the gateway first runs synthetic queries
 // through the same code (codec, backend engine, answer mapping, metrics) against a throwaway
-// loopback HTTP server, never the real backend.
+// loopback HTTP server, never the real backend. Then bursts of BURST queries in one write go
+// through a real Session over a loopback socket: a router's first burst otherwise ran the session,
+// the link's slices and the engine's queue for busy connections cold, at several times their warm
+// cost, and a quarter of a first burst of 500 missed its deadline (docs/reliability.md).
 
 const http = require('node:http');
+const net = require('node:net');
+const { once } = require('node:events');
 const { MessageReader, serialize, DIRECTION } = require('../lib/protocol');
 const { Backend } = require('./backend');
 const { QuerySignal } = require('./abort');
 const { ReplyWriter } = require('./reply');
 const { Metrics } = require('./metrics');
+const { QueryResolver } = require('./resolver');
+
+const BURST = 400;
+const BURSTS = 4;
+const QUIET_LOG = {
+  isLevelEnabled: () => false, debug() {}, info() {}, warn() {}, error() {},
+};
 
 const ANSWER = JSON.stringify({ vars: { 1: 'warm', 2: 'up' }, ecc: { 'user.warm': '1' }, eccArrays: [{ name: 'user.w', index: 0, value: 'x' }] });
 const QUERY = {
@@ -47,12 +59,77 @@ async function warmUp(config, { queries = 2000, concurrency = 32 } = {}) {
   };
   try {
     await Promise.all(Array.from({ length: concurrency }, worker));
+    await bursts(config, `http://127.0.0.1:${server.address().port}`);
   } finally {
     await backend.close();
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
   }
   return performance.now() - started;
+}
+
+/** BURSTS bursts of BURST queries in one write, through a Session of a throwaway listener. */
+async function bursts(config, url) {
+  // Required here: session.js requires this module's neighbours, not the other way round at load.
+  const { Session } = require('./session');
+  const warmConfig = {
+    ...config,
+    compiledRoutes: new Map(),
+    availability: null,
+    backend: { ...config.backend, url },
+    log: { ...config.log, traceFrames: 0 },
+  };
+  const metrics = new Metrics({ collectDefault: false });
+  const resolver = new QueryResolver(warmConfig, { metrics });
+  const gateway = {
+    config: warmConfig,
+    log: QUIET_LOG,
+    metrics,
+    resolver,
+    draining: false,
+    admitSession: () => null,
+    releaseSession() {},
+    onSessionIdle() {},
+    onSessionClosed() {},
+  };
+  const listener = net.createServer((socket) => new Session(socket, gateway));
+  await new Promise((r) => listener.listen({ port: 0, host: '127.0.0.1', exclusive: true }, r));
+  const client = net.connect(listener.address().port, '127.0.0.1');
+  try {
+    await once(client, 'connect');
+    let replies = 0;
+    let waiting = null;
+    const reader = new MessageReader({
+      direction: DIRECTION.HOST_TO_ROUTER,
+      onMessage: () => {
+        replies++;
+        if (waiting !== null && replies >= waiting.n) waiting.resolve();
+      },
+      onError: () => {},
+    });
+    client.on('data', (chunk) => reader.push(chunk));
+    const until = (n) => new Promise((resolve) => {
+      if (replies >= n) resolve();
+      else waiting = { n, resolve };
+    });
+    client.write(serialize.openReq({ invokeId: 1, version: config.protocol.versions[0], idleTimeoutMs: 0, config: 'warmup' }, { nul: true }));
+    await until(1);
+    let id = 1;
+    for (let b = 0; b < BURSTS; b++) {
+      const frames = [];
+      for (let i = 0; i < BURST; i++) {
+        id++;
+        frames.push(serialize.queryReq({ ...QUERY, invokeId: id, routerCallKey: id }, { nul: true }));
+      }
+      frames.push(serialize.heartbeatReq(++id));
+      client.write(Buffer.concat(frames));
+      await until(id);
+    }
+  } finally {
+    client.destroy();
+    await new Promise((r) => listener.close(r));
+    await resolver.close();
+  }
 }
 
 module.exports = { warmUp };
