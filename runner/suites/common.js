@@ -50,9 +50,17 @@ function errorsByKind(s) {
   return out;
 }
 
+/** "1422 errors (E_AG_HOST_ERROR1 1400, late 22)": a failed verdict names what failed and how often. */
+function errorsText(s, what = 'errors') {
+  const kinds = Object.entries(errorsByKind(s)).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`);
+  return `${errorCount(s)} ${what}${kinds.length > 0 ? ` (${kinds.join(', ')})` : ''}`;
+}
+
 /** A progress bar callback (or a no-op): update(fraction 0..1, label). */
 function progress(ctx, title) {
   return ctx.progress ? ctx.progress(title) : { update() {}, stop() {} };
 }
 
-module.exports = { measured, errorCount, errorsByKind, progress };
+module.exports = {
+  measured, errorCount, errorsByKind, errorsText, progress,
+};

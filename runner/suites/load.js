@@ -2,7 +2,9 @@
 
 // load: a fixed rate for a duration, no faults: every query must succeed in time.
 
-const { measured, errorCount, errorsByKind, progress } = require('./common');
+const {
+  measured, errorCount, errorsByKind, errorsText, progress,
+} = require('./common');
 
 async function load(ctx, { rate = 500, durationS = 20, sides = ['A'], mode } = {}) {
   const bar = progress(ctx, 'load');
@@ -26,7 +28,7 @@ async function load(ctx, { rate = 500, durationS = 20, sides = ['A'], mode } = {
       ['throughput', `${Math.round(s.txPerSec).toLocaleString('en-US')} tx/s`],
       ['latency', `p50 ${l.p50.toFixed(2)} ms, p90 ${l.p90.toFixed(2)}, p99 ${l.p99.toFixed(2)}, p99.9 ${l.p999.toFixed(2)}, max ${l.max.toFixed(2)}`],
     ],
-    verdict: { pass: errors === 0, reasons: errors ? [`${errors} errors`] : [] },
+    verdict: { pass: errors === 0, reasons: errors ? [errorsText(s)] : [] },
     ...res,
   };
 }

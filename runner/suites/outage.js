@@ -6,7 +6,9 @@
 // fallback, host error), is read from its own metrics and charted with the fault windows marked.
 // Passes when every query got a QUERY_RESP in time and the backend's answers came back after it.
 
-const { measured, errorCount, errorsByKind, progress } = require('./common');
+const {
+  measured, errorCount, errorsByKind, errorsText, progress,
+} = require('./common');
 
 /** The gateway settings this suite runs with (written to a config file by runner/index.js). */
 const OUTAGE_CONFIG = Object.freeze({
@@ -86,7 +88,7 @@ async function outage(ctx, { rate = 200, durationS = 40 } = {}) {
   for (const point of seconds) for (const g of Object.keys(OUTCOME_GROUPS)) byPhase[point.phase][g] += point[g];
   const errors = errorCount(s);
   const reasons = [];
-  if (errors) reasons.push(`${errors} queries without a QUERY_RESP in time (${Object.entries(errorsByKind(s)).map(([k, v]) => `${k} ${v}`).join(', ')})`);
+  if (errors) reasons.push(errorsText(s, 'queries without a QUERY_RESP in time'));
   if (byPhase.back.ok === 0) reasons.push('no answer from the backend after it came back');
   if (byPhase.slow.stale + byPhase.slow.fallback + byPhase.down.stale + byPhase.down.fallback === 0) reasons.push('the outage was not felt');
   const fmt = (o) => Object.entries(o).map(([g, n]) => `${g} ${n.toLocaleString('en-US')}`).join(', ');

@@ -2,7 +2,7 @@
 
 // speed: N sequential heartbeats on a fresh session, then N sequential queries (window 1).
 
-const { measured, errorCount } = require('./common');
+const { measured, errorCount, errorsText } = require('./common');
 const { newHistogram } = require('../../simulator/stats');
 
 async function speed(ctx, { count = 10 } = {}) {
@@ -46,7 +46,7 @@ async function speed(ctx, { count = 10 } = {}) {
       ['queries', `${s.answered} in ${timing(figures.queries)}`],
       ['errors', String(errors)],
     ],
-    verdict: { pass: errors === 0 && s.ok === count, reasons: errors ? [`${errors} errors`] : [] },
+    verdict: { pass: errors === 0 && s.ok === count, reasons: errors ? [errorsText(s)] : [] },
     transactions,
     ...res,
   };

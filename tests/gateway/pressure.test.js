@@ -223,7 +223,8 @@ describe('under pressure (default configuration)', function () {
   it('IdleTimeout 1 s, 20 slow queries behind maxInFlight 1: the session stays, every heartbeat is answered at once', async () => {
     const b = await startTestBackend(() => {}); // never answers: each query takes its whole deadline
     cleanup.push(() => b.close());
-    const stack = await startStack({ backendUrl: b.url, gateway: { 'limits.maxInFlight': 1, 'breaker.enabled': false } });
+    // A 100 ms deadline: the 20 queries take 2 s one after the other, twice the IdleTimeout.
+    const stack = await startStack({ backendUrl: b.url, gateway: { deadlineMs: 100, 'limits.maxInFlight': 1, 'breaker.enabled': false } });
     cleanup.push(() => stack.stop());
     const c = await WireClient.connect(stack.port);
     cleanup.push(() => c.close());
@@ -232,7 +233,7 @@ describe('under pressure (default configuration)', function () {
     c.send(Buffer.concat(ids.map(queryFrame)));
     const beats = [];
     for (let i = 0; i < 12; i++) {
-      await wait(400);
+      await wait(150);
       const at = performance.now();
       c.send(serialize.heartbeatReq(900 + i));
       const conf = await c.waitFor((m) => m.invokeId === 900 + i);
