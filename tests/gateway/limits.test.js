@@ -60,9 +60,15 @@ describe('gateway limits and admin port', () => {
   });
 
   it('a router that stops reading: the gateway stops reading it, stays under the outbound limit, then disconnects only it', async () => {
-    // No breaker: under these bursts the in-process REST simulator misses deadlines, and an open
-    // circuit would answer with short FAILURE_CONFs that never fill the outbound buffer.
-    const stack = await startStack({ gateway: { 'limits.maxOutboundBytes': 64 * 1024, 'limits.maxInFlight': 200, 'breaker.enabled': false } });
+    // No breaker and a long deadline: under these bursts the in-process REST simulator misses
+    // 250 ms deadlines, and an open circuit, or queries that waited past their deadline, are
+    // answered with short FAILURE_CONFs that take long to fill the outbound buffer. This test is
+    // about the buffer: the replies must be the big echoes.
+    const stack = await startStack({
+      gateway: {
+        deadlineMs: 10_000, 'limits.maxOutboundBytes': 64 * 1024, 'limits.maxInFlight': 200, 'breaker.enabled': false,
+      },
+    });
     const healthy = await WireClient.connect(stack.port);
     const slow = net.connect(stack.port, '127.0.0.1');
     slow.on('error', () => {});
