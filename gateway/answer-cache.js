@@ -5,12 +5,41 @@
 // backend; an older one, younger than ttlMs + staleIfErrorMs, answers only when the backend fails.
 // The Redis store is best effort: it is asked with a short time limit, and an outage never fails
 // a query (it is logged, counted, and the query goes to the backend).
+//
+// What is kept is the answer as it will be sent, fitted to GED-145 (values cut to the tag limits,
+// ECC entries dropped until it fits one frame), never the backend's whole body: a 35 KB backend
+// answer is kept as at most limits.maxMessageLength bytes. The process's copy is bounded by
+// cache.maxBytes as well as cache.maxEntries. A value read from Redis is checked (an object with
+// an answer object and a storedAt not in the future) before it is used; a bad one is deleted
+// there, logged, and the query goes to the backend, whose answer takes its place.
 
 const { LRUCache } = require('lru-cache');
 const { LogThrottle } = require('./log-throttle');
+const { fillAnswer } = require('./answer');
+const { ReplyWriter } = require('./reply');
+const { isObject } = require('../lib/objects');
 
 const REDIS_TIMEOUT_MS = 25; // a Redis answer later than this is not worth the router's deadline
 const KEY_PREFIX = 'ged145:answer:';
+/** A storedAt this far ahead of our clock is a clock set wrong elsewhere, not an answer from the future. */
+const CLOCK_SKEW_MS = 5000;
+/**
+ * What an entry costs in the heap besides its answer's JSON text: the entry object and the
+ * cache's node, and per property of the answer its slot and string header (measured: 4,000
+ * fitted answers took 1.25 times their JSON length without the per-property part).
+ */
+const ENTRY_OVERHEAD = 200;
+const PROPERTY_OVERHEAD = 48;
+
+/** An entry's size for cache.maxBytes: its key, its JSON, and what its objects cost. */
+function entryBytes(key, json, answer) {
+  let properties = 5;
+  if (answer.vars) properties += Object.keys(answer.vars).length;
+  if (answer.ecc) properties += Object.keys(answer.ecc).length;
+  if (answer.eccArrays) properties += 4 * answer.eccArrays.length;
+  return ENTRY_OVERHEAD + 2 * key.length + json.length + PROPERTY_OVERHEAD * properties;
+}
+const ANSWER_FIELDS = ['vars', 'ecc', 'eccArrays', 'ced', 'cdpd'];
 
 /** The request fields a cache key may name (docs/configuration.md, cache.key). */
 function keyField(q, name) {
@@ -21,20 +50,60 @@ function keyField(q, name) {
 const KEY_FIELDS = new Set(['subtype', 'clid', 'dn', 'ced', 'cdpd', 'routingClient']);
 const isKeyName = (name) => KEY_FIELDS.has(name) || /^vars\.([1-9]|10)$/.test(name) || /^ecc\..+$/.test(name);
 
-/** The cache key of q under the field names `fields`: JSON, so no two different queries share one. */
+/**
+ * The cache key of q under the field names `fields`, or null when one of them is missing or empty
+ * in q (such a query bypasses the cache: two callers with no CLID are not one caller). The route
+ * (subtype) is always part of the key, whatever `fields` says: one route's answer never answers
+ * another. JSON, so no two different queries share one.
+ */
 function cacheKey(q, fields) {
-  return JSON.stringify(fields.map((f) => keyField(q, f) ?? null));
+  const parts = [q.subtype ?? null];
+  for (const f of fields) {
+    if (f === 'subtype') continue;
+    const v = keyField(q, f);
+    if (v === undefined || v === null || v === '') return null;
+    parts.push(v);
+  }
+  return JSON.stringify(parts);
+}
+
+/** A value read from the shared store that can be used as an entry, at `now`. */
+function isEntry(e, now) {
+  return isObject(e) && isObject(e.answer) && Number.isFinite(e.storedAt) && e.storedAt > 0 && e.storedAt <= now + CLOCK_SKEW_MS;
 }
 
 class AnswerCache {
-  /** settings: {maxEntries, store}; ttl and staleness are per lookup (a route may have its own). */
-  constructor(settings, { log, metrics } = {}) {
+  /**
+   * settings: {maxEntries, maxBytes, store}; ttl and staleness are per lookup (a route may have
+   * its own). maxBody: limits.maxMessageLength, the frame an answer is fitted to.
+   */
+  constructor(settings, { log, metrics, maxBody } = {}) {
     this.log = log;
     this.metrics = metrics;
     this.throttle = new LogThrottle();
-    this.local = new LRUCache({ max: settings.maxEntries });
+    this.maxBytes = settings.maxBytes;
+    this.local = new LRUCache({ max: settings.maxEntries, maxSize: settings.maxBytes, sizeCalculation: (entry) => entry.bytes });
+    this.writer = new ReplyWriter({ maxBody });
     this.redis = null;
     if (settings.store) this.connectRedis(settings.store);
+  }
+
+  /** The answer as a QUERY_RESP will carry it (plain session), or null when it never fits a frame. */
+  fitted(answer) {
+    const resp = { invokeId: 0, status: 0 };
+    fillAnswer(resp, answer);
+    if (this.writer.fit(resp, []) === null) return null;
+    const out = {};
+    for (const f of ANSWER_FIELDS) if (resp[f] !== undefined) out[f] = resp[f];
+    return out;
+  }
+
+  /** Keeps entry in the process for what is left of keepMs after it was stored. */
+  keepLocal(key, entry, keepMs) {
+    const ttl = Math.floor(entry.storedAt + keepMs - Date.now());
+    if (ttl <= 0) return;
+    if (entry.bytes === undefined) entry.bytes = entryBytes(key, JSON.stringify(entry), entry.answer);
+    this.local.set(key, entry, { ttl });
   }
 
   connectRedis(url) {
@@ -68,9 +137,10 @@ class AnswerCache {
 
   /**
    * The entry for key ({answer, storedAt}) or undefined: the local cache first, then the shared
-   * store (within REDIS_TIMEOUT_MS). Never rejects.
+   * store (within REDIS_TIMEOUT_MS); keepMs: how long after storedAt an entry is still of use.
+   * Never rejects.
    */
-  async get(key) {
+  async get(key, keepMs) {
     const local = this.local.get(key);
     if (local !== undefined || this.redis === null || this.redisUp !== true) return local;
     let timer;
@@ -80,9 +150,21 @@ class AnswerCache {
         new Promise((resolve) => { timer = setTimeout(resolve, REDIS_TIMEOUT_MS, undefined); }),
       ]);
       if (typeof text !== 'string') return undefined;
-      const entry = JSON.parse(text);
-      this.local.set(key, entry);
-      return entry;
+      let entry;
+      try {
+        entry = JSON.parse(text);
+      } catch {
+        entry = undefined;
+      }
+      if (!isEntry(entry, Date.now())) {
+        this.badValue(key);
+        return undefined;
+      }
+      const fitted = this.fitted(entry.answer); // written by another host, maybe another version
+      if (fitted === null) return undefined;
+      const kept = JSON.parse(JSON.stringify({ answer: fitted, storedAt: entry.storedAt })); // fresh strings, as in set()
+      this.keepLocal(key, kept, keepMs);
+      return kept;
     } catch (err) {
       if (this.metrics) this.metrics.cacheStoreErrors.inc();
       const n = this.throttle.hit('redis-get');
@@ -93,12 +175,30 @@ class AnswerCache {
     }
   }
 
-  /** Stores answer under key for ttl + stale (ms); the shared store is written in the background. */
+  /** A value in the shared store that is no entry: deleted there (this host answers from the backend), logged. */
+  badValue(key) {
+    if (this.metrics) this.metrics.cacheStoreErrors.inc();
+    const n = this.throttle.hit('redis-bad-value');
+    if (n && this.log) {
+      this.log.warn('cache store (Redis) held a value that is no cached answer; ignored and deleted, the query goes to the backend', {
+        key: KEY_PREFIX + key, count: n,
+      });
+    }
+    this.redis.del(KEY_PREFIX + key).catch(() => {});
+  }
+
+  /** Stores answer, fitted, under key for ttl + stale (ms); the shared store is written in the background. */
   set(key, answer, keepMs) {
-    const entry = { answer, storedAt: Date.now() };
+    const fitted = this.fitted(answer);
+    if (fitted === null) return;
+    const json = JSON.stringify({ answer: fitted, storedAt: Date.now() });
+    // Parsed back: fresh strings, where a value cut to its tag limit would be a slice that keeps
+    // the backend's whole string alive.
+    const entry = JSON.parse(json);
+    entry.bytes = entryBytes(key, json, entry.answer);
     this.local.set(key, entry, { ttl: keepMs });
     if (this.redis !== null && this.redisUp === true) {
-      this.redis.set(KEY_PREFIX + key, JSON.stringify(entry), 'PX', keepMs).catch((err) => {
+      this.redis.set(KEY_PREFIX + key, json, 'PX', keepMs).catch((err) => {
         if (this.metrics) this.metrics.cacheStoreErrors.inc();
         const n = this.throttle.hit('redis-set');
         if (n && this.log) this.log.warn(`cache store (Redis) write failed: ${err.message}`, { count: n });
@@ -107,7 +207,12 @@ class AnswerCache {
   }
 
   toJSON() {
-    return { entries: this.local.size, store: this.redis === null ? null : (this.redisUp ? 'connected' : 'unreachable') };
+    return {
+      entries: this.local.size,
+      bytes: this.local.calculatedSize,
+      maxBytes: this.maxBytes,
+      store: this.redis === null ? null : (this.redisUp ? 'connected' : 'unreachable'),
+    };
   }
 
   async close() {

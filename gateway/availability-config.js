@@ -8,7 +8,7 @@ const { isObject } = require('../lib/objects');
 const { isKeyName } = require('./answer-cache');
 
 const CACHE_DEFAULTS = Object.freeze({
-  ttlMs: 30_000, staleIfErrorMs: 3_600_000, maxEntries: 100_000, key: ['subtype', 'clid'], store: null,
+  ttlMs: 30_000, staleIfErrorMs: 3_600_000, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, key: ['subtype', 'clid'], store: null,
 });
 // Why these numbers: docs/configuration.md (availability) and gateway/circuit.js.
 const BREAKER_DEFAULTS = Object.freeze({
@@ -49,6 +49,7 @@ function compileCache(value, where = 'cache', base = CACHE_DEFAULTS) {
   if (!intIn(c.ttlMs, 1, 86_400_000)) throw new Error(`${where}.ttlMs must be an integer from 1 to 86400000`);
   if (!intIn(c.staleIfErrorMs, 0, 7 * 86_400_000)) throw new Error(`${where}.staleIfErrorMs must be an integer from 0 to 604800000`);
   if (!intIn(c.maxEntries, 1, 10_000_000)) throw new Error(`${where}.maxEntries must be an integer from 1 to 10000000`);
+  if (!intIn(c.maxBytes, 65_536, 64 * 1024 * 1024 * 1024)) throw new Error(`${where}.maxBytes must be an integer from 65536 to 68719476736`);
   if (!Array.isArray(c.key) || c.key.length === 0 || !c.key.every((k) => typeof k === 'string' && isKeyName(k))) {
     throw new Error(`${where}.key must list request fields: subtype, clid, dn, ced, cdpd, routingClient, vars.N, ecc.NAME`);
   }

@@ -69,8 +69,20 @@ class Metrics {
       name: `${prefix}backend_circuit_state`, help: 'Circuit breaker per backend origin: 0 closed, 1 half-open, 2 open', labelNames: ['origin'], registers,
     });
     this.cacheLookups = new client.Counter({
-      name: `${prefix}cache_lookups_total`, help: 'Answer cache lookups: hit (fresh), stale (served because the backend failed), miss', labelNames: ['result'],
+      name: `${prefix}cache_lookups_total`,
+      help: 'Answer cache lookups: hit (fresh), stale (served because the backend failed), miss, bypass (a key field missing or empty: not cached)',
+      labelNames: ['result'],
       registers,
+    });
+    this.cacheSize = () => null; // set by the resolver: {entries, bytes} of the process's answer cache, or null without one
+    this.cacheEntries = new client.Gauge({
+      name: `${prefix}cache_entries`, help: 'Answers in this process\'s cache', registers, collect() { this.set((metrics.cacheSize() || { entries: 0 }).entries); },
+    });
+    this.cacheBytes = new client.Gauge({
+      name: `${prefix}cache_bytes`,
+      help: 'Bytes of the answers in this process\'s cache (bounded by cache.maxBytes)',
+      registers,
+      collect() { this.set((metrics.cacheSize() || { bytes: 0 }).bytes); },
     });
     this.cacheStoreErrors = new client.Counter({
       name: `${prefix}cache_store_errors_total`, help: 'Failed reads and writes of the shared cache store (Redis)', registers,

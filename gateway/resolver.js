@@ -23,7 +23,8 @@ class QueryResolver {
     // One cache for the process; its size and store come from the top level, or the first route that has one.
     const first = availability.cache || [...this.routes.values()].map((r) => r.cache).find(Boolean);
     if (!first) this.cache = null;
-    else this.cache = cache || new AnswerCache(first, { log, metrics });
+    else this.cache = cache || new AnswerCache(first, { log, metrics, maxBody: config.limits.maxMessageLength });
+    if (metrics) metrics.cacheSize = () => (this.cache === null ? null : this.cache.toJSON());
   }
 
   /** The fallback and cache settings that apply to q: its route's, else the top level's. */
@@ -41,9 +42,11 @@ class QueryResolver {
     const state = { fallback: s.fallback, stale: undefined };
     p.availability = state;
     let key = null;
-    if (s.cache && this.cache !== null) {
-      key = cacheKey(q, s.cache.key);
-      const entry = await this.cache.get(key);
+    if (s.cache && this.cache !== null) key = cacheKey(q, s.cache.key);
+    if (key === null) {
+      if (s.cache && this.cache !== null) this.count('bypass'); // a key field missing or empty
+    } else {
+      const entry = await this.cache.get(key, s.cache.ttlMs + s.cache.staleIfErrorMs);
       if (entry !== undefined) {
         const age = Date.now() - entry.storedAt;
         if (age <= s.cache.ttlMs) {

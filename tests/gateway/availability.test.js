@@ -129,6 +129,79 @@ describe('availability', function () {
       assert.deepEqual([o.cached, o.stale, o.fallback], [1, 1, 1]);
     });
 
+    it('a query missing a key field, or with an empty one, bypasses the cache; the route is always part of the key', async () => {
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, { cache: { key: ['subtype', 'clid'] }, 'breaker.enabled': false });
+      const one = await c.ask({ subtype: 's', ced: '1' });
+      const two = await c.ask({ subtype: 's', ced: '2' });
+      const empty = await c.ask({ subtype: 's', clid: '', ced: '3' });
+      assert.equal(b.requests.length, 3, 'no CLID, or an empty one: each caller asks the backend');
+      assert.notDeepEqual(two.vars, one.vars, "the second caller did not get the first one's answer");
+      assert.notDeepEqual(empty.vars, two.vars);
+      assert.match(await stack.gateway.metrics.text(), /^ged145_cache_lookups_total\{result="bypass"\} 3$/m);
+      const other = await stackWith(b.url, { cache: { key: ['clid'] }, 'breaker.enabled': false });
+      const acct = await other.c.ask({ subtype: 'acct', clid: '5551' });
+      const balance = await other.c.ask({ subtype: 'balance', clid: '5551' });
+      assert.equal(b.requests.length, 5, "key ['clid']: subtype balance is not answered with acct's cached answer");
+      assert.notDeepEqual(balance.vars, acct.vars);
+      assert.equal((await other.c.ask({ subtype: 'acct', clid: '5551' })).vars[1], acct.vars[1], 'the same route and CLID is a hit');
+      assert.equal(b.requests.length, 5);
+    });
+
+    it('a value in Redis that is no cached answer is ignored, deleted, logged, and the backend\'s answer takes its place', async () => {
+      const redis = await startRedis();
+      cleanup.push(() => redis.stop());
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, { cache: { key: ['clid'], store: redis.url } });
+      const until = Date.now() + 5000;
+      while (!stack.gateway.resolver.cache.redisUp && Date.now() < until) await wait(20);
+      const Redis = require('ioredis');
+      const r = new Redis(redis.url, { maxRetriesPerRequest: 0 });
+      cleanup.push(() => r.disconnect());
+      const bad = ['null', '{"answer": null, "storedAt": 1}', '[1,2]', 'not json',
+        JSON.stringify({ answer: { vars: { 1: 'from the future' } }, storedAt: Date.now() + 3_600_000 })];
+      for (const [i, value] of bad.entries()) {
+        const key = `ged145:answer:${JSON.stringify(['s', `555${i}`])}`;
+        await r.set(key, value);
+        const reply = await c.ask({ subtype: 's', clid: `555${i}` });
+        assert.deepEqual([reply.type, reply.status], ['QUERY_RESP', 0], `value ${value}: answered`);
+        assert.equal(b.requests.length, i + 1, `value ${value}: from the backend`);
+        await wait(50); // the cache writes Redis in the background
+        const now = JSON.parse(await r.get(key));
+        assert.equal(now.answer.vars[1], reply.vars[1], `value ${value}: replaced by the backend's answer`);
+        assert.ok(now.storedAt <= Date.now());
+      }
+      assert.ok(stack.log.lines.some((l) => /cache store \(Redis\) held a value that is no cached answer/.test(l.message)));
+      const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+      assert.equal(health.backend.cache.entries, bad.length);
+      assert.ok(health.backend.cache.bytes > 0 && health.backend.cache.bytes <= health.backend.cache.maxBytes, JSON.stringify(health.backend.cache));
+      assert.match(await stack.gateway.metrics.text(), new RegExp(`^ged145_cache_entries ${bad.length}$`, 'm'));
+    });
+
+    it('an entry read from Redis expires from the process with its time in Redis, not never', async () => {
+      const redis = await startRedis();
+      cleanup.push(() => redis.stop());
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, { cache: { key: ['clid'], store: redis.url, ttlMs: 300, staleIfErrorMs: 0 }, 'breaker.enabled': false });
+      const until = Date.now() + 5000;
+      while (!stack.gateway.resolver.cache.redisUp && Date.now() < until) await wait(20);
+      const Redis = require('ioredis');
+      const r = new Redis(redis.url, { maxRetriesPerRequest: 0 });
+      cleanup.push(() => r.disconnect());
+      // Side A stored this 100 ms ago; it is good for 200 ms more.
+      await r.set(`ged145:answer:${JSON.stringify(['s', '5559'])}`, JSON.stringify({ answer: { vars: { 1: 'from side A' } }, storedAt: Date.now() - 100 }), 'PX', 200);
+      assert.equal((await c.ask({ subtype: 's', clid: '5559' })).vars[1], 'from side A');
+      const left = stack.gateway.resolver.cache.local.getRemainingTTL(JSON.stringify(['s', '5559']));
+      assert.ok(left > 0 && left <= 200, `the process keeps it for what is left of its time: ${left} ms`);
+      await r.flushall();
+      await wait(300);
+      const later = await c.ask({ subtype: 's', clid: '5559' });
+      assert.match(later.vars[1], /^live-/, 'past its time, the process\'s copy no longer answers');
+    });
+
     it('a shared Redis store: side B answers from what side A stored; a Redis outage never fails a query', async () => {
       const redis = await startRedis();
       cleanup.push(() => redis.stop());

@@ -1,0 +1,65 @@
+'use strict';
+
+// The answer cache alone (gateway/answer-cache.js): what a key is, what is kept of an answer, and
+// that the process's copy stays within cache.maxBytes whatever the backend sends.
+
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+const { AnswerCache, cacheKey } = require('../../gateway/answer-cache');
+
+/** A backend answer of about 35 KB: ten long variables, 300 ECC entries, 100 array elements. */
+function bigAnswer(i) {
+  return {
+    vars: Object.fromEntries(Array.from({ length: 10 }, (_, k) => [k + 1, `${i}-${'v'.repeat(400)}`])),
+    ecc: Object.fromEntries(Array.from({ length: 300 }, (_, k) => [`user.e${k}`, 'e'.repeat(90)])),
+    eccArrays: Array.from({ length: 100 }, (_, k) => ({ name: 'user.a', index: k, value: 'a'.repeat(20) })),
+    unused: 'x'.repeat(1000),
+  };
+}
+
+describe('answer cache (unit)', () => {
+  it('keys: the route first, always; null when a key field is missing or empty', () => {
+    assert.equal(cacheKey({ subtype: 'balance', clid: '5551' }, ['clid']), '["balance","5551"]');
+    assert.equal(cacheKey({ subtype: 'balance', clid: '5551' }, ['subtype', 'clid']), '["balance","5551"]');
+    assert.equal(cacheKey({ clid: '5551' }, ['subtype', 'clid']), '[null,"5551"]', 'no subtype is the default route');
+    assert.equal(cacheKey({ subtype: 's' }, ['clid']), null);
+    assert.equal(cacheKey({ subtype: 's', clid: '' }, ['clid']), null);
+    assert.equal(cacheKey({ subtype: 's', clid: '1', vars: {} }, ['clid', 'vars.3']), null);
+    assert.equal(cacheKey({ subtype: 's', clid: '1', vars: { 3: 'x' } }, ['clid', 'vars.3']), '["s","1","x"]');
+  });
+
+  it('keeps the answer as it will be sent: cut to the tag limits and fitted to one frame', () => {
+    const cache = new AnswerCache({ maxEntries: 10, maxBytes: 1024 * 1024, store: null }, { maxBody: 8192 });
+    cache.set('k', bigAnswer(1), 60_000);
+    const { answer } = cache.local.get('k');
+    assert.equal(answer.unused, undefined, 'what a reply never carries is not kept');
+    assert.ok(JSON.stringify(answer).length < 8192, `${JSON.stringify(answer).length} bytes kept of a 35 KB answer`);
+    assert.equal(answer.vars[1].length, 255, 'a variable cut to its tag limit');
+    assert.ok(Object.keys(answer.ecc).length < 300, 'ECC entries dropped from the end until the frame fits');
+  });
+
+  it('4,000 answers of 35 KB stay within cache.maxBytes', () => {
+    const maxBytes = 8 * 1024 * 1024;
+    const cache = new AnswerCache({ maxEntries: 100_000, maxBytes, store: null }, { maxBody: 8192 });
+    for (let i = 0; i < 4000; i++) cache.set(`k${i}`, bigAnswer(i), 60_000);
+    assert.ok(cache.local.calculatedSize <= maxBytes, `${cache.local.calculatedSize} bytes`);
+    assert.ok(cache.local.size > 500 && cache.local.size < 4000, `${cache.local.size} entries kept, the oldest evicted`);
+    assert.deepEqual(Object.keys(cache.toJSON()), ['entries', 'bytes', 'maxBytes', 'store']);
+  });
+
+  it('and so does the heap: what 4,000 cached answers of 35 KB add to it is under cache.maxBytes', function () {
+    this.timeout(30_000);
+    // In a process of its own, with a collection before each reading.
+    const script = `
+      const { AnswerCache } = require(${JSON.stringify(path.join(__dirname, '../../gateway/answer-cache'))});
+      const big = ${bigAnswer.toString()};
+      const cache = new AnswerCache({ maxEntries: 100000, maxBytes: 16 * 1024 * 1024, store: null }, { maxBody: 8192 });
+      global.gc(); const before = process.memoryUsage().heapUsed;
+      for (let i = 0; i < 4000; i++) cache.set('k' + i, big(i), 60000);
+      global.gc(); const after = process.memoryUsage().heapUsed;
+      process.stdout.write(JSON.stringify({ grew: after - before, accounted: cache.local.calculatedSize, entries: cache.local.size }));`;
+    const r = JSON.parse(execFileSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' }));
+    assert.ok(r.grew < 16 * 1024 * 1024, JSON.stringify(r));
+  });
+});
