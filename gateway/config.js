@@ -3,13 +3,14 @@
 // Gateway configuration: defaults <- JSON file <- environment (GED145_*) <- CLI flags.
 // Validated once at start; an error names the bad key (e.g. "limits.maxInFlight must be ...").
 
-const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const {
   DEFAULT_MAX_MESSAGE_LENGTH, des, MESSAGE_TYPES, STATUS, profile: { resolveProfile },
 } = require('../lib/protocol');
 const { OperatorError } = require('../lib/errors');
+const { readRegularFile, parseJson } = require('../lib/files');
+const { closest } = require('../lib/closest');
 const { compileRoute } = require('./routes');
 const { compileAllowlist } = require('./allowlist');
 const { isObject } = require('../lib/objects');
@@ -101,16 +102,36 @@ const ENV = {
 
 /** Objects whose keys are the user's (subtypes, header names): taken whole, never merged key by key. */
 const OPAQUE_KEYS = new Set(['routes', 'headers', 'fallback', 'cache']);
+/** Sections that may also be switched off with false or null (docs/configuration.md). */
+const SWITCHABLE = new Set(['breaker']);
+const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
+const MAX_KEY_FILE_BYTES = 4096;
 
 function merge(base, over, prefix = '') {
   const out = { ...base };
   for (const [k, v] of Object.entries(over || {})) {
     if (v === undefined) continue;
-    if (!Object.hasOwn(base, k)) throw new OperatorError(`config: unknown key '${prefix}${k}'`);
-    out[k] = isObject(base[k]) && isObject(v) && !OPAQUE_KEYS.has(k) ? merge(base[k], v, `${prefix}${k}.`) : v;
+    if (!Object.hasOwn(base, k)) {
+      const guess = closest(k, Object.keys(base));
+      throw new OperatorError(`config: unknown key '${prefix}${k}'${guess ? ` (did you mean '${prefix}${guess}'?)` : ''}`);
+    }
+    const section = isObject(base[k]) && !OPAQUE_KEYS.has(k);
+    if (section && !isObject(v) && !(SWITCHABLE.has(k) && (v === null || v === false))) {
+      throw new OperatorError(`config: ${prefix}${k} must be an object of settings, not ${v === null ? 'null' : JSON.stringify(v)}`);
+    }
+    out[k] = section && isObject(v) ? merge(base[k], v, `${prefix}${k}.`) : v;
   }
   return out;
 }
+
+/** An address to bind: an IP address or a host name (localhost, an interface's name in DNS). */
+const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;
+const isBindAddress = (h) => typeof h === 'string' && (net.isIP(h) !== 0 || HOST_NAME.test(h));
+
+/** A URL with a user or password in it: refused, since it would be shown in logs, /health and metrics. */
+const hasCredentials = (url) => typeof url === 'string' && /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url);
+const CREDENTIALS = 'must not carry a user or password (they would be shown in logs, /health and /metrics): '
+  + 'send them as a header instead, e.g. "backend": {"headers": {"authorization": "Basic ..."}}';
 
 function setPath(obj, dotted, value) {
   const keys = dotted.split('.');
@@ -168,7 +189,9 @@ function validate(c) {
   const urls = c.backend.url === null ? [] : [].concat(c.backend.url);
   check(Array.isArray(c.backend.url) ? c.backend.url.length > 0 : true, 'backend.url', 'must be a URL or a non-empty list of URLs');
   for (const url of urls) {
-    check(typeof url === 'string' && /^https?:\/\/[^/?#]+/.test(url), 'backend.url', 'must be an http:// or https:// URL (or a list of them)');
+    check(!hasCredentials(url), 'backend.url', CREDENTIALS);
+    const bare = typeof url === 'string' && /^[^:/]+:\d+$/.test(url) ? ` (did you mean http://${url}?)` : '';
+    check(typeof url === 'string' && /^https?:\/\/[^/?#]+/.test(url), 'backend.url', `must be an http:// or https:// URL (or a list of them)${bare}`);
     check(!/[?#]/.test(url), 'backend.url',
       'must not have a query string or fragment: the default contract POSTs to {backend.url}/query/{subtype} (use a route for anything else)');
   }
@@ -188,6 +211,8 @@ function validate(c) {
     check(false, 'allowlist', `entry ${err.message}`);
   }
   check(c.admin.port === null || intIn(c.admin.port, 0, 65535), 'admin.port', 'must be a port number or null');
+  check(isBindAddress(c.admin.host), 'admin.host',
+    `must be the address to serve /sessions and /metrics on (127.0.0.1, an internal address), not ${JSON.stringify(c.admin.host)}`);
   check(['error', 'warn', 'info', 'debug'].includes(c.log.level), 'log.level', 'must be error, warn, info or debug');
   check(typeof c.log.redact === 'boolean', 'log.redact', 'must be true or false');
   check(typeof c.log.console === 'boolean', 'log.console', 'must be true or false');
@@ -202,6 +227,10 @@ function validate(c) {
   for (const k of ['cert', 'key', 'ca']) check(c.tls[k] === null || typeof c.tls[k] === 'string', `tls.${k}`, 'must be a file path or null');
   check((c.tls.cert === null) === (c.tls.key === null), 'tls', 'needs both cert and key');
   check(isObject(c.routes), 'routes', 'must be an object of subtype -> route');
+  for (const [subtype, route] of Object.entries(c.routes)) {
+    if (!isObject(route)) continue;
+    check(!hasCredentials(route.url), `routes.${subtype}.url`, CREDENTIALS.replace('"backend": {"headers"', `"routes": {"${subtype}": {"headers"`));
+  }
   for (const [key, compile] of [['fallback', compileFallback], ['cache', compileCache], ['breaker', compileBreaker], ['retry', compileRetry]]) {
     try {
       compile(c[key], key);
@@ -247,11 +276,8 @@ function readDesKey(c, baseDir, env) {
   let from = 'GED145_DES_KEY';
   if ((text === undefined || text === '') && c.des.keyFile) {
     from = c.des.keyFile;
-    try {
-      text = fs.readFileSync(path.resolve(baseDir, c.des.keyFile), 'utf8');
-    } catch (err) {
-      throw new OperatorError(`config: des.keyFile: cannot read ${c.des.keyFile}: ${err.code || err.message}`);
-    }
+    text = readRegularFile(path.resolve(baseDir, c.des.keyFile), { maxBytes: MAX_KEY_FILE_BYTES, what: 'config: des.keyFile' }).toString('utf8');
+    if (text.trim() === '') throw new OperatorError(`config: des.keyFile: ${c.des.keyFile} is empty (it should hold the key: 16 hex digits or 8 characters)`);
   }
   if (text === undefined || text === '') return null;
   try {
@@ -269,16 +295,11 @@ function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = 
   let fromFile = {};
   let baseDir = dir || process.cwd();
   if (file) {
-    let text;
-    try {
-      text = fs.readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new OperatorError(`config: cannot read ${file}: ${err.code || err.message}`);
-    }
-    try {
-      fromFile = JSON.parse(text);
-    } catch (err) {
-      throw new OperatorError(`config: ${file} is not valid JSON: ${err.message}`);
+    const text = readRegularFile(file, { maxBytes: MAX_CONFIG_BYTES, what: 'config' }).toString('utf8');
+    fromFile = parseJson(text, `config: ${file}`);
+    if (!isObject(fromFile)) {
+      const what = Array.isArray(fromFile) ? 'a list' : JSON.stringify(fromFile);
+      throw new OperatorError(`config: ${file} must hold a JSON object ({"backend": {...}, ...}), not ${what}`);
     }
     baseDir = path.dirname(path.resolve(file));
   }

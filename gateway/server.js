@@ -3,7 +3,7 @@
 // The gateway: a TCP listener for ICM routers, one Session per connection, one backend client
 // shared by all of them. Owns the process-wide limits and the drain on shutdown.
 
-const fs = require('node:fs');
+const { readRegularFile } = require('../lib/files');
 const net = require('node:net');
 const tls = require('node:tls');
 const { OperatorError } = require('../lib/errors');
@@ -225,13 +225,7 @@ function createListener(config, gateway) {
     return net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => gateway.onConnection(socket));
   }
   gateway.tls = true;
-  const read = (file, what) => {
-    try {
-      return fs.readFileSync(file);
-    } catch (err) {
-      throw new OperatorError(`config: tls.${what}: cannot read ${file}: ${err.code || err.message}`);
-    }
-  };
+  const read = (file, what) => readRegularFile(file, { maxBytes: 1024 * 1024, what: `config: tls.${what}` });
   const pem = { cert: read(cert, 'cert'), key: read(key, 'key'), ca: ca ? read(ca, 'ca') : undefined };
   for (const what of ['cert', 'key', 'ca']) {
     if (pem[what] !== undefined && !pem[what].includes('-----BEGIN ')) {

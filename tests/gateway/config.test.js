@@ -28,12 +28,31 @@ describe('gateway config: refusals name the key', () => {
     [{ 'memory.youngGenerationMb': 32 }, /memory\.youngGenerationMb must be an integer from 1 to 16 \(MB\)/],
     [{ 'memory.heapGrowthPercent': -5 }, /memory\.heapGrowthPercent must be an integer from 0 \(V8 decides\) to 1000/],
     [{ host: '999.1.1.1' }, /host '999\.1\.1\.1' is not a valid IPv4 address/],
+    // Issue 25: never on every address by accident, never a stack trace for a null section.
+    [{ 'admin.host': '' }, /config: admin\.host must be the address to serve \/sessions and \/metrics on .*not ""$/],
+    [{ 'admin.host': null }, /config: admin\.host must be the address .*not null$/],
+    [{ admin: null }, /config: admin must be an object of settings, not null$/],
+    ...['limits', 'log', 'tls', 'des', 'memory', 'protocol', 'backend', 'retry'].map((k) => [{ [k]: null }, new RegExp(`config: ${k} must be an object of settings, not null$`)]),
+    [{ limits: 5 }, /config: limits must be an object of settings, not 5$/],
+    [{ 'backend.url': 'http://user:secret@crm:8080' }, /config: backend\.url must not carry a user or password .*"headers"/],
+    [{ 'backend.url': 'http://crm:8080', routes: { x: { url: 'https://u:p@h/x' } } }, /config: routes\.x\.url must not carry a user or password/],
+    [{ 'backend.url': '127.0.0.1:3000' }, /backend\.url must be an http:\/\/ or https:\/\/ URL \(or a list of them\) \(did you mean http:\/\/127\.0\.0\.1:3000\?\)/],
+    [{ deadlinMs: 200 }, /config: unknown key 'deadlinMs' \(did you mean 'deadlineMs'\?\)$/],
+    [{ 'limits.maxInFlite': 5 }, /config: unknown key 'limits\.maxInFlite' \(did you mean 'limits\.maxInFlight'\?\)$/],
   ];
   for (const [overrides, re] of refused) {
     it(`refuses ${JSON.stringify(overrides)}`, () => {
       assert.throws(() => load(overrides), re);
     });
   }
+
+  it('no error message shows the password of a refused URL', () => {
+    assert.throws(() => load({ 'backend.url': 'http://user:s3cr3t@crm:8080' }), (err) => !err.message.includes('s3cr3t'));
+  });
+
+  it('breaker may still be switched off with false or null', () => {
+    assert.equal(load({ 'backend.url': 'http://crm:8080', breaker: false }).availability.breaker.enabled, false);
+  });
 
   it('a deadline at or past 300 ms is accepted once routerRequestTimeoutMs says the router waits longer', () => {
     assert.equal(load({ deadlineMs: 900, routerRequestTimeoutMs: 1000 }).deadlineMs, 900);
@@ -52,6 +71,37 @@ describe('gateway config: refusals name the key', () => {
       assert.equal(load({}, { GED145_REDACT: v }).log.redact, want, v);
     }
     assert.throws(() => load({}, { GED145_REDACT: 'maybe' }), /GED145_REDACT=maybe: must be 1\/0, true\/false, yes\/no or on\/off/);
+  });
+});
+
+describe('gateway config: the files an operator names', () => {
+  const { tmpDir } = require('../helpers/tmp');
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const write = (name, text) => {
+    const file = path.join(tmpDir(), name);
+    fs.writeFileSync(file, text);
+    return file;
+  };
+  const loadFile = (file, overrides = {}) => loadConfig({ file, env: {}, overrides: { 'backend.url': 'http://crm:8080', ...overrides } });
+
+  it('a JSON error says line and column', () => {
+    assert.throws(() => loadFile(write('g.json', '{\n  "deadlineMs": 200,\n  "port" 5000\n}')), /is not valid JSON: line 3, column 10: Unexpected number$/);
+  });
+
+  it('a file that holds a list, a string or null is refused', () => {
+    for (const text of ['[]', '"x"', 'null', '7']) assert.throws(() => loadFile(write('g.json', text)), /must hold a JSON object/, text);
+  });
+
+  it('only regular files of a sane size are read: /dev/zero and /dev/urandom are refused at once', () => {
+    assert.throws(() => loadFile('/dev/zero'), /config: \/dev\/zero is not a regular file$/);
+    assert.throws(() => loadFile(write('g.json', '{}'), { 'des.keyFile': '/dev/urandom' }), /config: des\.keyFile: \/dev\/urandom is not a regular file$/);
+    assert.throws(() => loadFile(write('big.json', `{"x": "${'a'.repeat(5 * 1024 * 1024)}"}`)), /bytes; at most 4194304 are read/);
+    assert.throws(() => loadFile(write('g.json', '{}'), { 'des.keyFile': write('k', 'a'.repeat(5000)) }), /at most 4096 are read/);
+  });
+
+  it('an empty key file is an error, not "no key"', () => {
+    assert.throws(() => loadFile(write('g.json', '{}'), { 'des.keyFile': write('empty.key', '\n') }), /des\.keyFile: .*empty\.key is empty/);
   });
 });
 
