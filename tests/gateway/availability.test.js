@@ -192,7 +192,8 @@ describe('availability', function () {
       const r = new Redis(redis.url, { maxRetriesPerRequest: 0 });
       cleanup.push(() => r.disconnect());
       // Side A stored this 100 ms ago; it is good for 200 ms more.
-      await r.set(`ged145:answer:${JSON.stringify(['s', '5559'])}`, JSON.stringify({ answer: { vars: { 1: 'from side A' } }, storedAt: Date.now() - 100 }), 'PX', 200);
+      const fromA = JSON.stringify({ answer: { vars: { 1: 'from side A' } }, storedAt: Date.now() - 100 });
+      await r.set(`ged145:answer:${JSON.stringify(['s', '5559'])}`, fromA, 'PX', 200);
       assert.equal((await c.ask({ subtype: 's', clid: '5559' })).vars[1], 'from side A');
       const left = stack.gateway.resolver.cache.local.getRemainingTTL(JSON.stringify(['s', '5559']));
       assert.ok(left > 0 && left <= 200, `the process keeps it for what is left of its time: ${left} ms`);

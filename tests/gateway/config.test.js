@@ -32,7 +32,8 @@ describe('gateway config: refusals name the key', () => {
     [{ 'admin.host': '' }, /config: admin\.host must be the address to serve \/sessions and \/metrics on .*not ""$/],
     [{ 'admin.host': null }, /config: admin\.host must be the address .*not null$/],
     [{ admin: null }, /config: admin must be an object of settings, not null$/],
-    ...['limits', 'log', 'tls', 'des', 'memory', 'protocol', 'backend', 'retry'].map((k) => [{ [k]: null }, new RegExp(`config: ${k} must be an object of settings, not null$`)]),
+    ...['limits', 'log', 'tls', 'des', 'memory', 'protocol', 'backend', 'retry']
+      .map((k) => [{ [k]: null }, new RegExp(`config: ${k} must be an object of settings, not null$`)]),
     [{ limits: 5 }, /config: limits must be an object of settings, not 5$/],
     [{ 'backend.url': 'http://user:secret@crm:8080' }, /config: backend\.url must not carry a user or password .*"headers"/],
     [{ 'backend.url': 'http://crm:8080', routes: { x: { url: 'https://u:p@h/x' } } }, /config: routes\.x\.url must not carry a user or password/],
