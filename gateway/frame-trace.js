@@ -3,7 +3,9 @@
 // --trace-frames N (log.traceFrames): the first N frames of each session in each direction, as
 // hex and decoded, for checking the first connection of a real router byte by byte against
 // docs/protocol.md. Redaction still applies: with log.redact the tag bytes are not shown in the
-// hex, and decoded caller data is hidden as in every other line.
+// hex (nor any body byte of a frame whose type we do not know, whose layout we cannot tell),
+// and decoded caller data is hidden as in every other line. Whether to redact is asked per
+// frame, so a reload (SIGHUP) that turns log.redact on covers the sessions already open.
 
 const {
   decode, HEADER_LENGTH, MESSAGE_NAMES, fixedLength, DIRECTION, STATUS_NAMES,
@@ -16,14 +18,17 @@ function hexOf(header, body, redact) {
   const fixed = fixedLength(header.readUInt32BE(4));
   let shown = body;
   let note = '';
-  if (redact && fixed !== undefined && body.length > fixed) {
+  if (redact && fixed === undefined && body.length > 0) {
+    shown = body.subarray(0, 0);
+    note = ` [${body.length} body bytes of an unknown message type redacted]`;
+  } else if (redact && fixed !== undefined && body.length > fixed) {
     shown = body.subarray(0, fixed);
     note = ` [${body.length - fixed} tag bytes redacted]`;
   } else if (body.length > MAX_HEX_BYTES) {
     shown = body.subarray(0, MAX_HEX_BYTES);
     note = ` [${body.length - MAX_HEX_BYTES} more bytes]`;
   }
-  return `${header.toString('hex')} ${shown.toString('hex')}${note}`.trim();
+  return [header.toString('hex'), shown.toString('hex'), note.trim()].filter((s) => s !== '').join(' ');
 }
 
 /** What a log line shows of a decoded message (caller data redacted as usual). */
@@ -44,11 +49,12 @@ function shownMessage(msg, session, redact) {
 }
 
 class FrameTrace {
+  /** redact: () => boolean, asked per frame. */
   constructor({ limit, log, meta, redact }) {
     this.limit = limit;
     this.log = log;
     this.meta = meta;
-    this.redact = redact;
+    this.redactNow = redact;
     this.in = 0;
     this.out = 0;
     this.cipher = undefined;
@@ -77,14 +83,15 @@ class FrameTrace {
 
   write(direction, n, header, body, readAs) {
     const typeId = header.readUInt32BE(4);
+    const redact = this.redactNow();
     let decoded;
     try {
-      decoded = shownMessage(decode(typeId, body, readAs, this.cipher), this.meta.session, this.redact);
+      decoded = shownMessage(decode(typeId, body, readAs, this.cipher), this.meta.session, redact);
     } catch (err) {
       decoded = { type: MESSAGE_NAMES[typeId] || `type ${typeId}`, error: `${err.code}: ${err.message}` };
     }
     this.log.info(`frame ${direction} #${n}`, {
-      ...this.meta, hex: hexOf(header, body, this.redact), decoded,
+      ...this.meta, hex: hexOf(header, body, redact), decoded,
     });
   }
 }

@@ -52,7 +52,7 @@ function uncork(link) {
 
 class RouterLink {
   /** meta: fields for every log line ({session, peer}). */
-  /** trace: {limit, redact}: log the first `limit` frames each way (--trace-frames), or null. */
+  /** trace: {limit, redact}: log the first `limit` frames each way (--trace-frames), or null; redact() is asked per frame. */
   constructor(socket, {
     limits, log, meta, onMessage, onProtocolError, onPeerEnd, onClosed, holding = () => false, trace = null,
   }) {

@@ -65,7 +65,6 @@ class Session {
     this.limits = config.limits;
     this.answerDuplicatesEmpty = config.duplicates === 'answer-empty';
     this.log = gateway.log;
-    this.redact = config.log.redact;
     this.debug = this.log.isLevelEnabled('debug');
     this.metrics = gateway.metrics;
     this.throttle = new LogThrottle();
@@ -105,9 +104,14 @@ class Session {
       onPeerEnd: () => this.onPeerEnd(), // half-close: what was sent is answered first
       onClosed: () => this.onClose(),
       holding: () => this.backlogHead < this.backlog.length,
-      trace: { limit: config.log.traceFrames, redact: this.redact },
+      trace: { limit: config.log.traceFrames, redact: () => this.redact },
     });
     this.log.info('router connected', { session: this.id, peer: this.peer });
+  }
+
+  /** log.redact as it is now: a reload that turns it on covers this session's next line. */
+  get redact() {
+    return this.gateway.config.log.redact;
   }
 
   get closeReason() {

@@ -48,4 +48,49 @@ describe('--trace-frames', () => {
     assert.ok(!text.includes('5551234567') && !text.includes('secret-value'));
     assert.ok(!text.includes(Buffer.from('5551234567').toString('hex')));
   });
+
+  it('with log.redact, a frame of an unknown message type shows its header, not its body', async () => {
+    const stack = await startStack({ gateway: { 'log.traceFrames': 5, 'log.redact': true } });
+    const c = await WireClient.connect(stack.port);
+    try {
+      await c.open();
+      const body = Buffer.from('caller 5551234567 secret', 'latin1');
+      const frame = Buffer.alloc(8 + body.length);
+      frame.writeUInt32BE(body.length, 0);
+      frame.writeUInt32BE(77, 4); // no such message type
+      body.copy(frame, 8);
+      c.send(frame);
+      await c.waitForCount(2);
+      const line = stack.log.lines.find((l) => l.message === 'frame in #2');
+      assert.equal(line.hex, `${frame.subarray(0, 8).toString('hex')} [${body.length} body bytes of an unknown message type redacted]`);
+      assert.ok(!JSON.stringify(stack.log.lines).includes(body.toString('hex')));
+    } finally {
+      c.close();
+      await stack.stop();
+    }
+  });
+
+  it('a reload that turns log.redact on covers the sessions already open', async () => {
+    const stack = await startStack({ gateway: { 'log.traceFrames': 10, 'log.level': 'debug' }, logger: require('../helpers/stack').captureLogger('debug') });
+    const c = await WireClient.connect(stack.port);
+    try {
+      await c.open();
+      const { loadConfig } = require('../../gateway/config');
+      stack.gateway.reload(loadConfig({
+        env: {},
+        overrides: {
+          host: '127.0.0.1', port: stack.config.port, 'backend.url': stack.config.backend.url, warmup: false, 'log.traceFrames': 10, 'log.redact': true,
+        },
+      }));
+      c.query(10, { subtype: 'echo', clid: '5551234567', vars: { 1: 'secret-value' } });
+      await c.waitForCount(2);
+      await new Promise((r) => setTimeout(r, 50));
+      const text = JSON.stringify(stack.log.lines);
+      assert.ok(text.includes('[redacted]'), 'the query lines were redacted');
+      assert.ok(!text.includes('5551234567') && !text.includes('secret-value'), 'no caller data after the reload');
+    } finally {
+      c.close();
+      await stack.stop();
+    }
+  });
 });
