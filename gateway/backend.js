@@ -21,9 +21,12 @@ const { messageOf } = require('../lib/errors');
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx', '6xx', '7xx', '8xx', '9xx']; // backend_responses_total{class}
-/** blame: the outcome is evidence that the origin is failing (breakers.js, backend-health.js). */
-const hostError = (reason, text, blame = false) => ({
-  kind: 'host_error', reason, text, blame,
+/**
+ * blame: the outcome is evidence that the origin is failing (breakers.js, backend-health.js);
+ * detail: what exactly happened, for logs and /health ("ECONNREFUSED 127.0.0.1:3999").
+ */
+const hostError = (reason, text, blame = false, detail = null) => ({
+  kind: 'host_error', reason, text, blame, detail,
 });
 
 /**
@@ -128,7 +131,11 @@ class Backend {
       const last = i === tries.length - 1 || !this.retry.enabled;
       if (last || !NOT_SENT.has(outcome.reason) || deadlineAt - performance.now() < this.retry.minRemainingMs) return outcome;
       if (this.metrics) this.metrics.backendRetries.inc();
-      if (this.debugEnabled()) this.log.debug('backend retry on the next origin', { from: origin, reason: outcome.reason, invokeId: q.invokeId });
+      if (this.debugEnabled()) {
+        this.log.debug('backend retry on the next origin', {
+          from: origin, reason: outcome.reason, cause: outcome.detail, invokeId: q.invokeId,
+        });
+      }
     }
     return outcome;
   }
@@ -180,9 +187,10 @@ class Backend {
     } catch (err) {
       const reason = err.reason || 'error';
       const blame = blames(err, reason === 'timeout' ? request.timeoutMs : this.deadlineMs);
-      if (blame) this.health.failure(reason);
+      const detail = err.detail ? `${err.detail} (${request.origin})` : null;
+      if (blame) this.health.failure(detail ? `${reason}: ${err.detail}` : reason);
       if (reason !== 'aborted' && this.metrics) this.metrics.observeBackend('error', null);
-      return hostError(reason, `backend ${reason}`, blame);
+      return hostError(reason, `backend ${reason}`, blame, detail);
     }
     const { status, text } = res;
     if (this.metrics) this.metrics.observeBackend(STATUS_CLASSES[Math.floor(status / 100)] || 'other', (performance.now() - started) / 1000);

@@ -45,7 +45,9 @@ class Breakers {
       this.byOrigin.set(origin, null);
       return null;
     }
-    entry = { origin, circuit: null, since: Date.now() };
+    entry = {
+      origin, circuit: null, since: Date.now(), lastError: null,
+    };
     entry.circuit = new Circuit(s, { now: this.now, onChange: (state, from) => this.changed(entry, state, from) });
     if (this.metrics) this.metrics.breakerState.labels(origin).set(0);
     this.byOrigin.set(origin, entry);
@@ -72,7 +74,9 @@ class Breakers {
       outcome = await send();
       return outcome;
     } finally {
-      entry.circuit.record(ticket, outcome === null ? null : verdict(outcome));
+      const v = outcome === null ? null : verdict(outcome);
+      if (v === true) entry.lastError = outcome.detail || outcome.reason;
+      entry.circuit.record(ticket, v);
     }
   }
 
@@ -81,7 +85,8 @@ class Breakers {
     if (this.metrics) this.metrics.breakerState.labels(entry.origin).set(STATE_VALUES[state]);
     if (!this.log) return;
     if (state === 'open') {
-      const again = from === 'half-open' ? `the probe failed; next probe in ${Math.round(entry.circuit.delayMs)} ms` : 'most of its recent queries failed';
+      const why = from === 'half-open' ? 'the probe failed' : 'most of its recent queries failed';
+      const again = `${why} (last: ${entry.lastError}); next probe in ${Math.round(entry.circuit.delayMs)} ms`;
       this.log.warn(
         `backend circuit open for ${entry.origin}: ${again}; its queries are answered at once (stale, fallback or E_AG_HOST_ERROR1)`, { from }
       );
@@ -95,7 +100,7 @@ class Breakers {
   toJSON() {
     const out = {};
     for (const [origin, entry] of this.byOrigin) {
-      if (entry !== null) out[origin] = { state: entry.circuit.state, since: new Date(entry.since).toISOString() };
+      if (entry !== null) out[origin] = { state: entry.circuit.state, since: new Date(entry.since).toISOString(), lastError: entry.lastError };
     }
     return out;
   }

@@ -76,7 +76,10 @@ class Metrics {
     });
     this.cacheSize = () => null; // set by the resolver: {entries, bytes} of the process's answer cache, or null without one
     this.cacheEntries = new client.Gauge({
-      name: `${prefix}cache_entries`, help: 'Answers in this process\'s cache', registers, collect() { this.set((metrics.cacheSize() || { entries: 0 }).entries); },
+      name: `${prefix}cache_entries`,
+      help: 'Answers in this process\'s cache',
+      registers,
+      collect() { this.set((metrics.cacheSize() || { entries: 0 }).entries); },
     });
     this.cacheBytes = new client.Gauge({
       name: `${prefix}cache_bytes`,

@@ -388,7 +388,7 @@ class Session {
           const n = this.throttle.hit('internal');
           if (n) this.log.error('internal error while answering a query', { session: this.id, error: messageOf(outcome.err), count: n });
         }
-        if (this.debug) this.log.debug('backend failed', { session: this.id, invokeId: q.invokeId, reason: outcome.reason });
+        if (this.debug) this.log.debug('backend failed', { session: this.id, invokeId: q.invokeId, reason: outcome.reason, cause: outcome.detail });
         const label = outcome.reason === 'aborted' ? 'aborted' : 'host_error';
         return [label, this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, outcome.text)];
       }

@@ -34,7 +34,23 @@ function reasonOf(err, signal) {
 }
 
 /**
- * A backend request that got no usable answer; `reason` is one of the stable reasons above.
+ * What exactly went wrong, for an operator: "ECONNREFUSED 127.0.0.1:3999", "ENOTFOUND crm.example",
+ * "ETIMEDOUT 10.0.0.5:443"; null when the error has no code (the stable reason says it all).
+ */
+function causeOf(err) {
+  let e = err;
+  for (let i = 0; i < 3 && e && !e.syscall && e.cause; i++) e = e.cause; // undici and axios wrap the socket error
+  const code = e && typeof e.code === 'string' ? e.code : null;
+  if (code === null || code.startsWith('UND_ERR_ABORTED') || code === 'ABORT_ERR' || code === 'ERR_CANCELED') return null;
+  if (e.hostname && (code === 'ENOTFOUND' || code === 'EAI_AGAIN')) return `${code} ${e.hostname}`;
+  if (e.address) return `${code} ${e.address}${e.port ? `:${e.port}` : ''}`;
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return 'connect timeout';
+  return code;
+}
+
+/**
+ * A backend request that got no usable answer; `reason` is one of the stable reasons above, and
+ * `detail` what exactly happened (causeOf).
  * onWireMs: how long the request had been written to the backend when it ended (-1: it never
  * was, it waited for a free connection); late: it was aborted by a deadline that fired late.
  */
@@ -44,11 +60,12 @@ class EngineError extends Error {
     this.name = 'EngineError';
     this.code = CODES.ENGINE;
     this.reason = reason;
+    this.detail = causeOf(cause);
     this.onWireMs = onWireMs;
     this.late = signal !== undefined && signal !== null && signal.aborted && signal.reason !== undefined && signal.reason.late === true;
   }
 }
 
 module.exports = {
-  reasonOf, EngineError, DEADLINE, DEADLINE_LATE,
+  reasonOf, causeOf, EngineError, DEADLINE, DEADLINE_LATE,
 };

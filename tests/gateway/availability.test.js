@@ -284,7 +284,7 @@ describe('availability', function () {
       await wait(170);
       b.mode = 'ok';
       assert.equal((await c.ask({ subtype: 's' })).status, 0, 'the second probe succeeds');
-      assert.ok(stack.log.lines.some((l) => /the probe failed; next probe in 450 ms/.test(l.message)));
+      assert.ok(stack.log.lines.some((l) => /the probe failed \(last: http-500\); next probe in 450 ms/.test(l.message)));
     });
 
     it('a request that waited for a free backend connection past its deadline does not count against the backend', async () => {
@@ -303,6 +303,22 @@ describe('availability', function () {
       assert.equal(health.backend.circuits[b.url].state, 'closed');
       assert.equal(health.backend.state, 'reachable');
       assert.equal((await outcomes(stack)).deadline > 0, true, 'queries did miss their deadline');
+    });
+  });
+
+  describe('what the operator is told', () => {
+    it('a refused connection and a name that does not resolve are told apart, in the log and on /health', async () => {
+      const dead = await startTestBackend(() => {});
+      const deadUrl = dead.url;
+      await dead.close();
+      for (const [url, cause] of [[deadUrl, /^unreachable: ECONNREFUSED 127\.0\.0\.1:\d+$/], ['http://no-such-host.invalid:8080', /^unreachable: (ENOTFOUND|EAI_AGAIN) no-such-host\.invalid$/]]) {
+        const { stack, c } = await stackWith(url, { 'breaker.enabled': false });
+        for (let i = 0; i < 5; i++) assert.equal((await c.ask({ subtype: 's' })).status, STATUS.E_AG_HOST_ERROR1);
+        const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+        assert.match(health.backend.lastError, cause);
+        const line = stack.log.lines.find((l) => /^backend failing/.test(l.message));
+        assert.match(line.lastError, cause);
+      }
     });
   });
 
