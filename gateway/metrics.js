@@ -19,7 +19,14 @@ class Metrics {
     this.registry = new client.Registry();
     const registers = [this.registry];
     // Node's own metrics keep their standard names (process_*, nodejs_*), so stock dashboards work.
-    if (collectDefault) client.collectDefaultMetrics({ register: this.registry });
+    if (collectDefault) {
+      client.collectDefaultMetrics({ register: this.registry });
+      // Gauges named like counters, which promtool (and Prometheus's own naming rules) refuse;
+      // nodejs_active_handles{type} and its siblings carry the same numbers, by type.
+      for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+        this.registry.removeSingleMetric(name);
+      }
+    }
     this.queries = new client.Counter({
       name: `${prefix}queries_total`, help: 'Queries answered, by subtype and outcome', labelNames: ['subtype', 'outcome'], registers,
     });
