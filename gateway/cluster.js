@@ -2,7 +2,12 @@
 
 // --workers N: a primary process serves the admin port (metrics aggregated from every worker,
 // sessions and health asked of each) and N worker processes share the GED-145 port through
-// node:cluster. Workers are restarted when they die; SIGTERM drains them all.
+// node:cluster. SIGTERM drains them all.
+//
+// A worker that fails while the gateway starts (a port in use, a certificate that does not load)
+// fails the start: the primary stops the others and exits 1 with the worker's reason, once. A
+// worker that dies later is started again at once, or, when workers keep dying young (within
+// CRASH_WINDOW_MS of their start), after a delay that doubles up to MAX_RESTART_DELAY_MS.
 
 const cluster = require('node:cluster');
 const { AggregatorRegistry } = require('prom-client');
@@ -12,9 +17,16 @@ const { createAdminApp, listenAdmin } = require('./admin');
 const { createLogger } = require('../lib/logger');
 const { compileConfig } = require('./config');
 
+const { OperatorError } = require('../lib/errors');
+const { listenError } = require('./index');
+
 const ASK = 'ged145:ask';
 const READY = 'ged145:ready';
 const ANSWER = 'ged145:answer';
+const FAILED = 'ged145:failed';
+const CRASH_WINDOW_MS = 10_000;
+const FIRST_RESTART_DELAY_MS = 500;
+const MAX_RESTART_DELAY_MS = 30_000;
 
 /** Worker side: a gateway without its own admin port; answers the primary's questions. */
 async function runWorker(config) {
@@ -23,7 +35,12 @@ async function runWorker(config) {
   AggregatorRegistry.setRegistries([metrics.registry]);
   new AggregatorRegistry(); // installs the worker's answer to the primary's metrics requests
   const gateway = new Gateway(config, { log, metrics });
-  const port = await gateway.listen();
+  let port;
+  try {
+    port = await gateway.listen();
+  } catch (err) {
+    throw listenError(err, config.host, config.port);
+  }
   process.send({ type: READY, port });
   process.on('message', (msg) => {
     if (msg && msg.type === ASK && msg.what === 'health') {
@@ -43,8 +60,6 @@ async function runWorker(config) {
   });
   const stop = () => gateway.shutdown('signal').then(() => process.exit(0));
   process.once('SIGTERM', stop);
-  process.once('SIGINT', () => {}); // the primary coordinates Ctrl-C
-  process.on('SIGHUP', () => {}); // and reloads: a SIGHUP to the whole group must not end a worker
 }
 
 async function startCluster(config, { log } = {}) {
@@ -68,25 +83,55 @@ async function startCluster(config, { log } = {}) {
   cluster.setupPrimary({ exec: require.resolve('./worker'), args: [] });
   // The validated settings, as plain JSON; the worker compiles routes and reads the key itself.
   const env = { GED145_WORKER_CONFIG: JSON.stringify(config) };
-  const fork = () => cluster.fork(env);
+  const startedAt = new Map(); // worker id -> when it was forked
+  const fork = () => startedAt.set(cluster.fork(env).id, Date.now());
+  let starting = true;
+  let failure = null; // why the start failed: the first worker's reason
+  const failedStart = [];
+  const reasons = new Map(); // worker id -> the reason it sent before exiting
+  let crashes = 0; // workers in a row that died young
+  let restartTimer = null;
   for (let i = 0; i < config.workers; i++) fork();
   cluster.on('exit', (worker, code, signal) => {
     if (draining) return;
-    logger.error(`worker ${worker.process.pid} exited (${signal || code}); starting another`);
-    fork();
+    const reason = reasons.get(worker.id) || `exited (${signal || code})`;
+    if (starting) {
+      if (failure === null) failure = reason;
+      for (const f of failedStart.splice(0)) f();
+      return;
+    }
+    const lived = Date.now() - (startedAt.get(worker.id) || 0);
+    crashes = lived < CRASH_WINDOW_MS ? crashes + 1 : 0;
+    const delay = crashes <= 1 ? 0 : Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** (crashes - 2));
+    logger.error(`worker ${worker.process.pid} ${reason}; starting another${delay > 0 ? ` in ${delay / 1000} s (${crashes} died young in a row)` : ''}`);
+    if (delay === 0) fork();
+    else restartTimer = setTimeout(() => { restartTimer = null; if (!draining) fork(); }, delay);
   });
   let port = config.port;
-  await new Promise((resolve) => {
-    let ready = 0;
-    // Each worker says when its GED-145 listener is up (cluster's own 'listening' event would
-    // also fire for any other server a worker opens).
-    cluster.on('message', (worker, msg) => {
-      if (!msg || msg.type !== READY) return;
-      port = msg.port; // with port 0 the workers share one port the primary picked
-      ready++;
-      if (ready === config.workers) resolve();
+  try {
+    await new Promise((resolve, reject) => {
+      let ready = 0;
+      failedStart.push(() => reject(new OperatorError(failure)));
+      // Each worker says when its GED-145 listener is up (cluster's own 'listening' event would
+      // also fire for any other server a worker opens), or why it could not start.
+      cluster.on('message', (worker, msg) => {
+        if (msg && msg.type === FAILED) reasons.set(worker.id, msg.message);
+        if (!msg || msg.type !== READY) return;
+        port = msg.port; // with port 0 the workers share one port the primary picked
+        ready++;
+        if (ready === config.workers) resolve();
+      });
     });
-  });
+  } catch (err) {
+    draining = true;
+    const exits = Object.values(cluster.workers).map((w) => new Promise((r) => {
+      w.once('exit', r);
+      w.kill('SIGKILL');
+    }));
+    await Promise.all(exits); // none left behind when the primary exits
+    throw err;
+  }
+  starting = false;
   logger.info(`${config.workers} workers listening for ICM routers on ${config.host}:${port}`);
 
   let admin = null;
@@ -112,6 +157,7 @@ async function startCluster(config, { log } = {}) {
     },
     async stop() {
       draining = true;
+      if (restartTimer !== null) clearTimeout(restartTimer);
       const exits = Object.values(cluster.workers).map((w) => new Promise((r) => w.once('exit', r)));
       for (const w of Object.values(cluster.workers)) w.send({ type: ASK, what: 'shutdown', id: 0 });
       await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, config.shutdownTimeoutMs + 3000).unref())]);
@@ -123,4 +169,4 @@ async function startCluster(config, { log } = {}) {
   };
 }
 
-module.exports = { startCluster, runWorker };
+module.exports = { startCluster, runWorker, FAILED };

@@ -7,7 +7,11 @@
 const { holdYoungGeneration, applyMemorySettings } = require('./heap');
 
 holdYoungGeneration(); // before the gateway's modules load (gateway/heap.js)
-const { runWorker } = require('./cluster');
+// The primary coordinates Ctrl-C and reloads, from the first moment: a SIGINT to the whole group
+// during the start must not kill a worker half-way.
+process.on('SIGINT', () => {});
+process.on('SIGHUP', () => {});
+const { runWorker, FAILED } = require('./cluster');
 const { compileConfig } = require('./config');
 
 const settings = JSON.parse(process.env.GED145_WORKER_CONFIG);
@@ -16,6 +20,6 @@ const config = compileConfig(settings, { baseDir: settings.baseDir, env: { GED14
 
 applyMemorySettings(config.memory);
 runWorker(config).catch((err) => {
-  process.stderr.write(`gateway worker: ${err.message}\n`);
-  process.exit(1);
+  // The primary says it, once, for the whole gateway (gateway/cluster.js).
+  process.send({ type: FAILED, message: err.message }, () => process.exit(1));
 });

@@ -4,6 +4,7 @@
 
 const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
+const net = require('node:net');
 const { spawnCli, runCli } = require('../helpers/spawn');
 const { Router } = require('../../simulator/router');
 const { WireClient } = require('../helpers/wire');
@@ -184,6 +185,48 @@ describe('ged145 CLI', () => {
       const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
       assert.match(metrics, /ged145_queries_total\{subtype="customer.lookup",outcome="ok"\} 6/);
       for (const c of clients) c.close();
+      gw.kill('SIGTERM');
+      assert.equal((await gw.exited).code, 0);
+    } finally {
+      if (gw.exitCode === null) gw.kill('SIGKILL');
+    }
+  });
+
+  it('--workers 2 on a port in use: one line, exit 1, no worker left behind (not a restart loop)', async () => {
+    const holder = net.createServer();
+    await new Promise((r) => holder.listen(0, '127.0.0.1', r));
+    const { port } = holder.address();
+    const gw = spawnCli(['gateway', '--port', String(port), '--host', '127.0.0.1', '--admin-port', '0', '--workers', '2', '--backend', 'http://127.0.0.1:9'],
+      { group: true });
+    try {
+      const { code } = await gw.exited;
+      assert.equal(code, 1);
+      const lines = gw.err.split('\n').filter((l) => /already in use/.test(l));
+      assert.deepEqual(lines, [`ged145 gateway: port ${port} on 127.0.0.1 is already in use`], gw.err);
+      assert.doesNotMatch(gw.err, /starting another|\n\s+at /, 'no restart, no stack trace');
+      await new Promise((r) => setTimeout(r, 300));
+      assert.throws(() => process.kill(-gw.pid, 0), /ESRCH/, 'no process of its group is left');
+    } finally {
+      gw.killGroup('SIGKILL');
+      holder.close();
+    }
+  });
+
+  it('--workers 2: a worker that keeps dying young is started again after a growing delay', async () => {
+    const gw = spawnCli(['gateway', '--port', '0', '--host', '127.0.0.1', '--admin-port', '0', '--workers', '2', '--backend', 'http://127.0.0.1:9']);
+    try {
+      await gw.waitFor(/2 workers listening/, 15_000);
+      const [, adminPort] = await gw.waitFor(/admin on http:\/\/127\.0\.0\.1:(\d+)/);
+      const pids = async () => (await (await fetch(`http://127.0.0.1:${adminPort}/health`)).json()).workers.map((w) => w.pid);
+      process.kill((await pids())[0], 'SIGKILL');
+      await gw.waitFor(/exited \(SIGKILL\); starting another$/m);
+      let next = [];
+      for (let i = 0; i < 100 && next.length < 2; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        next = (await pids()).filter(Boolean);
+      }
+      process.kill(Math.max(...next), 'SIGKILL'); // the one started last
+      await gw.waitFor(/exited \(SIGKILL\); starting another in 0\.5 s \(2 died young in a row\)/);
       gw.kill('SIGTERM');
       assert.equal((await gw.exited).code, 0);
     } finally {
