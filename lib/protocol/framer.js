@@ -55,9 +55,9 @@ class Framer {
     if (this.failed) this._held = [];
   }
 
-  /** Bytes held between chunks: at most 8 header bytes plus one body under the limit. */
+  /** Bytes held between chunks of the frame now arriving: its header bytes so far, or its header and body bytes so far. */
   get bufferedBytes() {
-    return this._headerFill + this._bodyFill;
+    return this._body === null ? this._headerFill : HEADER_LENGTH + this._bodyFill;
   }
 
   push(chunk) {

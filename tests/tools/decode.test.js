@@ -106,6 +106,41 @@ describe('ged145 decode', function () {
     assert.ok(!/subtype="echo"/.test(opaque.out), 'without the key the fields stay encrypted');
   });
 
+  it('a capture given as the argument, as people type it', async () => {
+    const pcap = path.join(tmpDir(), 'arg.pcap');
+    await capture(pcap);
+    const r = await runCli(['decode', pcap]);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /QUERY_REQ id=/);
+  });
+
+  it('a capture cut short, or a file with no message: one line, exit 1, no stack trace', async () => {
+    const dir = tmpDir();
+    const seven = path.join(dir, 'seven.pcap');
+    fs.writeFileSync(seven, Buffer.from('d4c3b2a1020004', 'hex'));
+    let r = await runCli(['decode', '--file', seven]);
+    assert.deepEqual([r.code, r.err.trim()], [1, `ged145 decode: ${seven}: the pcap file header is cut short (24 bytes needed)`]);
+    const noise = path.join(dir, 'noise.bin');
+    fs.writeFileSync(noise, 'hello');
+    r = await runCli(['decode', '--file', noise]);
+    assert.equal(r.code, 1);
+    assert.match(r.out, /5 bytes of an unfinished frame at the end/);
+    assert.equal(r.err.trim(), 'ged145 decode: no GED-145 message found');
+  });
+
+  it('counts every byte of an unfinished frame, its header included', async () => {
+    const r = await runCli(['decode', '000000040000000700000001', '000000100000000900000005']);
+    assert.match(r.out, /! incomplete: 12 bytes of an unfinished frame at the end/);
+  });
+
+  it('an encrypted capture decoded without the key says so', async () => {
+    const pcap = path.join(tmpDir(), 'des-nokey.pcap');
+    await capture(pcap, { desKey: KEY });
+    const r = await runCli(['decode', '--file', pcap], { env: { GED145_DES_KEY: '' } });
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.err, /1 session\(s\) in this capture are DES-encrypted: .* give --des-key KEY/);
+  });
+
   it('refuses what is not hex with one line', async () => {
     const r = await runCli(['decode', 'zz']);
     assert.equal(r.code, 2);

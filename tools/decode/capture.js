@@ -15,56 +15,125 @@ function captureKind(buf) {
   return null;
 }
 
-/** Every packet of a capture: {ts, linkType, data}. Throws on a file that is not one. */
-function* packets(buf) {
-  const kind = captureKind(buf);
-  if (kind === 'pcap') yield* pcapPackets(buf);
-  else if (kind === 'pcapng') yield* pcapngPackets(buf);
-  else throw new Error('not a pcap or pcapng file');
-}
+/** A capture that ends before a header says it should: what was read before is kept. */
+class CaptureError extends Error {}
 
-function* pcapPackets(buf) {
-  const magic = buf.readUInt32BE(0);
-  const le = magic === 0xd4c3b2a1 || magic === 0x4d3cb2a1;
-  const nanos = magic === 0xa1b23c4d || magic === 0x4d3cb2a1;
-  const u32 = (o) => (le ? buf.readUInt32LE(o) : buf.readUInt32BE(o));
-  const linkType = u32(20) & 0xffff;
-  let o = 24;
-  while (o + 16 <= buf.length) {
-    const ts = u32(o) + u32(o + 4) / (nanos ? 1e9 : 1e6);
-    const incl = u32(o + 8);
-    if (o + 16 + incl > buf.length) break; // a truncated last record
-    yield { ts, linkType, data: buf.subarray(o + 16, o + 16 + incl) };
-    o += 16 + incl;
+/** Bytes from a Buffer, in order: take(n) -> the next n bytes, or null when fewer are left. */
+class BufferSource {
+  constructor(buf) {
+    this.buf = buf;
+    this.offset = 0;
+  }
+
+  take(n) {
+    if (this.offset + n > this.buf.length) return null;
+    const out = this.buf.subarray(this.offset, this.offset + n);
+    this.offset += n;
+    return out;
   }
 }
 
-function* pcapngPackets(buf) {
+const WINDOW = 1024 * 1024;
+
+/**
+ * Bytes from a file descriptor through a window of about a megabyte: a capture of any size is
+ * read in bounded memory. A record larger than the window gets a buffer of its own.
+ */
+class FileSource {
+  constructor(fd) {
+    this.fd = fd;
+    this.buf = Buffer.alloc(0);
+    this.offset = 0;
+    this.position = 0; // in the file, of the byte after buf
+    this.ended = false;
+  }
+
+  take(n) {
+    while (this.buf.length - this.offset < n && !this.ended) this.fill(n);
+    if (this.buf.length - this.offset < n) return null;
+    const out = this.buf.subarray(this.offset, this.offset + n);
+    this.offset += n;
+    return out;
+  }
+
+  fill(n) {
+    const left = this.buf.subarray(this.offset);
+    const next = Buffer.allocUnsafe(Math.max(WINDOW, n) + left.length);
+    left.copy(next, 0);
+    const got = require('node:fs').readSync(this.fd, next, left.length, next.length - left.length, this.position);
+    if (got === 0) this.ended = true;
+    this.position += got;
+    this.buf = next.subarray(0, left.length + got);
+    this.offset = 0;
+  }
+}
+
+/** Every packet of a capture: {ts, linkType, data}. Throws a CaptureError on a file that is not one, or ends inside a header. */
+function* packets(source) {
+  const head = source.take(4);
+  if (head === null) throw new CaptureError('not a pcap or pcapng file (too short)');
+  const magic = head.readUInt32BE(0);
+  if (magic === PCAPNG_MAGIC) yield* pcapngPackets(source, head);
+  else if (PCAP_MAGIC.has(magic)) yield* pcapPackets(source, head);
+  else throw new CaptureError('not a pcap or pcapng file');
+}
+
+function* pcapPackets(source, head) {
+  const rest = source.take(20);
+  if (rest === null) throw new CaptureError('the pcap file header is cut short (24 bytes needed)');
+  const magic = head.readUInt32BE(0);
+  const le = magic === 0xd4c3b2a1 || magic === 0x4d3cb2a1;
+  const nanos = magic === 0xa1b23c4d || magic === 0x4d3cb2a1;
+  const u32 = (b, o) => (le ? b.readUInt32LE(o) : b.readUInt32BE(o));
+  const linkType = u32(rest, 16) & 0xffff;
+  for (;;) {
+    const rec = source.take(16);
+    if (rec === null) return;
+    const ts = u32(rec, 0) + u32(rec, 4) / (nanos ? 1e9 : 1e6);
+    const data = source.take(u32(rec, 8));
+    if (data === null) return; // a truncated last record
+    yield { ts, linkType, data };
+  }
+}
+
+function* pcapngPackets(source, head) {
   let le = true;
   const interfaces = [];
-  let o = 0;
-  while (o + 12 <= buf.length) {
-    const typeBE = buf.readUInt32BE(o);
-    if (typeBE === PCAPNG_MAGIC) le = buf.readUInt32LE(o + 8) === 0x1a2b3c4d; // Section Header: byte order
-    const u32 = (at) => (le ? buf.readUInt32LE(at) : buf.readUInt32BE(at));
-    const type = typeBE === PCAPNG_MAGIC ? PCAPNG_MAGIC : u32(o);
-    const len = u32(o + 4);
-    if (len < 12 || o + len > buf.length) break;
-    const body = o + 8;
-    if (type === PCAPNG_MAGIC) interfaces.length = 0; // a new section has its own interfaces
-    else if (type === 1) interfaces.push({
-      linkType: (le ? buf.readUInt16LE(body) : buf.readUInt16BE(body)), resolution: tsResolution(buf, body + 8, o + len - 4, le),
-    });
-    else if (type === 6) {
-      const iface = interfaces[u32(body)] || { linkType: 1, resolution: 1e6 };
-      const ts = (u32(body + 4) * 2 ** 32 + u32(body + 8)) / iface.resolution;
-      const captured = u32(body + 12);
-      yield { ts, linkType: iface.linkType, data: buf.subarray(body + 20, body + 20 + captured) };
-    } else if (type === 3) {
-      const iface = interfaces[0] || { linkType: 1 };
-      yield { ts: 0, linkType: iface.linkType, data: buf.subarray(body + 4, o + len - 4) };
+  let first = head;
+  for (;;) {
+    const start = first === null ? source.take(4) : first;
+    first = null;
+    if (start === null) return;
+    const lenBytes = source.take(4);
+    if (lenBytes === null) return;
+    const typeBE = start.readUInt32BE(0);
+    let body;
+    if (typeBE === PCAPNG_MAGIC) {
+      const order = source.take(4); // Section Header: its byte-order magic says how to read the rest
+      if (order === null) return;
+      le = order.readUInt32LE(0) === 0x1a2b3c4d;
+      const len = le ? lenBytes.readUInt32LE(0) : lenBytes.readUInt32BE(0);
+      if (len < 28 || source.take(len - 12) === null) return;
+      interfaces.length = 0; // a new section has its own interfaces
+      continue;
     }
-    o += len;
+    const type = le ? start.readUInt32LE(0) : typeBE;
+    const len = le ? lenBytes.readUInt32LE(0) : lenBytes.readUInt32BE(0);
+    if (len < 12 || len % 4 !== 0) throw new CaptureError(`a pcapng block of length ${len} (the file is damaged)`);
+    body = source.take(len - 8);
+    if (body === null) return; // a truncated last block
+    body = body.subarray(0, len - 12); // without the trailing length
+    const u32 = (o) => (le ? body.readUInt32LE(o) : body.readUInt32BE(o));
+    if (type === 1 && body.length >= 8) {
+      interfaces.push({ linkType: (le ? body.readUInt16LE(0) : body.readUInt16BE(0)), resolution: tsResolution(body, 8, body.length, le) });
+    } else if (type === 6 && body.length >= 20) {
+      const iface = interfaces[u32(0)] || { linkType: 1, resolution: 1e6 };
+      const ts = (u32(4) * 2 ** 32 + u32(8)) / iface.resolution;
+      yield { ts, linkType: iface.linkType, data: body.subarray(20, 20 + u32(12)) };
+    } else if (type === 3 && body.length >= 4) {
+      const iface = interfaces[0] || { linkType: 1 };
+      yield { ts: 0, linkType: iface.linkType, data: body.subarray(4) };
+    }
   }
 }
 
@@ -75,7 +144,7 @@ function tsResolution(buf, from, to, le) {
     const code = le ? buf.readUInt16LE(o) : buf.readUInt16BE(o);
     const len = le ? buf.readUInt16LE(o + 2) : buf.readUInt16BE(o + 2);
     if (code === 0) break;
-    if (code === 9 && len >= 1) {
+    if (code === 9 && len >= 1 && o + 4 < to) {
       const v = buf[o + 4];
       return v & 0x80 ? 2 ** (v & 0x7f) : 10 ** v;
     }
@@ -131,12 +200,14 @@ function tcpOf(linkType, frame) {
   };
 }
 
-/** Every TCP segment of a capture, in capture order: {ts, src, dst, srcPort, dstPort, seq, syn, ack, data}. */
-function* segments(buf) {
-  for (const p of packets(buf)) {
+/** Every TCP segment of a capture, in capture order: {ts, src, dst, srcPort, dstPort, seq, syn, ack, data}. source: a Buffer, or a BufferSource/FileSource. */
+function* segments(source) {
+  for (const p of packets(Buffer.isBuffer(source) ? new BufferSource(source) : source)) {
     const s = tcpOf(p.linkType, p.data);
     if (s !== null) yield { ts: p.ts, ...s };
   }
 }
 
-module.exports = { captureKind, packets, segments };
+module.exports = {
+  captureKind, packets, segments, BufferSource, FileSource, CaptureError,
+};

@@ -9,9 +9,11 @@ const {
   Framer, decode, des, DIRECTION, ERROR_CODES, DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES: T, profile: { typeToWire },
 } = require('../../lib/protocol');
 const { messageLine } = require('../../lib/message-line');
-const { UsageError } = require('../../lib/errors');
+const { UsageError, OperatorError } = require('../../lib/errors');
 const { numberFlag, desKeyFlag } = require('../../lib/cli-flags');
-const { captureKind, segments } = require('./capture');
+const {
+  captureKind, segments, BufferSource, FileSource, CaptureError,
+} = require('./capture');
 const { applyProtocolFile } = require('../../lib/protocol-file');
 
 const summary = 'decode GED-145 bytes: hex, a raw byte file, or a pcap/pcapng capture';
@@ -19,7 +21,7 @@ const usage = `usage: ged145 decode [HEX...] [options]
 
   HEX...                 the bytes as hex (spaces allowed); without HEX or --file, stdin is read
                          (hex text, raw bytes or a capture: told apart by content)
-  --file FILE            a raw byte file, or a pcap/pcapng capture
+  FILE | --file FILE     a raw byte file, or a pcap/pcapng capture (read as it goes: any size)
   --port N               in a capture: the GED-145 host's port (default: guessed per stream from
                          the SYN, or from the side that sends OPEN_REQ)
   --direction D          for raw bytes: router-to-host or host-to-router (default: by message type)
@@ -51,32 +53,45 @@ function parseHex(text) {
 }
 
 /**
- * Decodes one direction's bytes as they come: push(bytes, ts) -> entries. `direction` null means
- * each message's direction is taken from its type. cipher: set when an encrypted session opens.
+ * Decodes one direction's bytes as they come: push(bytes, ts) hands each entry to emit(entry) as
+ * soon as its frame is complete. `direction` null means each message's direction is taken from
+ * its type. cipher: set when an encrypted session opens.
  */
 class StreamDecoder {
-  constructor({ direction, maxLength, onMessage }) {
+  constructor({
+    direction, maxLength, onMessage, emit,
+  }) {
     this.direction = direction;
     this.cipher = undefined;
-    this.entries = [];
     this.ts = null;
+    this.emit = emit;
     this.onMessage = onMessage || (() => {});
     this.framer = new Framer({
       maxMessageLength: maxLength,
       onFrame: (typeId, body) => this.frame(typeId, body),
-      onError: (err) => this.entries.push({ ts: this.ts, direction: this.direction, error: err.code, text: err.message }),
+      onError: (err) => this.emit({ ts: this.ts, direction: this.direction, error: err.code, text: err.message }),
     });
     this.stopped = false;
   }
 
   push(bytes, ts = null) {
     this.ts = ts;
+    if (this.stopped) return;
     if (this.framer.failed) {
-      if (!this.stopped) this.entries.push({ ts, direction: this.direction, error: 'not-read', text: 'bytes after a fatal frame are not decoded' });
+      this.emit({ ts, direction: this.direction, error: 'not-read', text: 'bytes after a fatal frame are not decoded' });
       this.stopped = true;
       return;
     }
     this.framer.push(bytes);
+  }
+
+  /** The capture lost bytes of this direction: nothing after them can be framed. */
+  gap(missing, ts) {
+    if (this.stopped) return;
+    this.emit({
+      ts, direction: this.direction, error: 'missing', text: `${missing} bytes of this direction are not in the capture; the rest of it is not decoded`,
+    });
+    this.stopped = true;
   }
 
   frame(typeId, body) {
@@ -92,107 +107,185 @@ class StreamDecoder {
         msg = tryDecode(direction);
       }
     } catch (err) {
-      this.entries.push({
+      this.emit({
         ts: this.ts, direction, error: err.code || 'error', text: err.message, invokeId: err.invokeId,
       });
       return;
     }
-    this.entries.push({ ts: this.ts, direction, message: msg });
     this.onMessage(msg, direction);
+    this.emit({ ts: this.ts, direction, message: msg });
   }
 
   /** What is left unread at the end: a frame cut off by the end of the input. */
   finish() {
-    if (!this.framer.failed && this.framer.bufferedBytes > 0) {
-      this.entries.push({
+    if (!this.stopped && !this.framer.failed && this.framer.bufferedBytes > 0) {
+      this.emit({
         ts: this.ts, direction: this.direction, error: 'incomplete', text: `${this.framer.bufferedBytes} bytes of an unfinished frame at the end`,
       });
     }
-    return this.entries;
   }
 }
 
 /** Bytes that are not a capture: one stream of frames. */
-function decodeBytes(buf, { direction, maxLength }) {
-  const d = new StreamDecoder({ direction, maxLength });
+function decodeBytes(buf, { direction, maxLength, emit }) {
+  const d = new StreamDecoder({ direction, maxLength, emit });
   d.push(buf);
-  return d.finish();
+  d.finish();
 }
 
-/** A capture: every TCP stream with GED-145 in it, both directions, in time order. */
-function decodeCapture(buf, { port, desKey, maxLength }) {
+/** Segments of one direction held back while an earlier one is missing, at most this many bytes. */
+const MAX_HELD_BYTES = 4 * 1024 * 1024;
+
+/**
+ * One direction of a TCP stream, reassembled as segments come: bytes in sequence order go to
+ * its decoder at once; a segment ahead of a missing one waits (bounded); retransmitted bytes are
+ * dropped.
+ */
+class DirectionStream {
+  constructor(decoder) {
+    this.decoder = decoder;
+    this.next = null; // the sequence number of the next byte expected
+    this.held = new Map(); // seq -> segment, waiting for the bytes before it
+    this.heldBytes = 0;
+  }
+
+  add(seg) {
+    if (this.next === null) this.next = seg.seq;
+    const skip = (this.next - seg.seq) | 0;
+    if (skip > 0) {
+      if (skip >= seg.data.length) return; // all of it seen already
+      this.deliver(seg.data.subarray(skip), seg.ts);
+    } else if (skip < 0) {
+      if (!this.held.has(seg.seq)) {
+        this.held.set(seg.seq, seg);
+        this.heldBytes += seg.data.length;
+      }
+      if (this.heldBytes > MAX_HELD_BYTES) this.giveUp(seg.ts);
+      return;
+    } else {
+      this.deliver(seg.data, seg.ts);
+    }
+    this.drain();
+  }
+
+  deliver(data, ts) {
+    this.decoder.push(data, ts);
+    this.next = (this.next + data.length) >>> 0;
+  }
+
+  /** Held segments that now follow on. */
+  drain() {
+    for (let progress = true; progress && this.held.size > 0;) {
+      progress = false;
+      for (const [seq, seg] of this.held) {
+        const skip = (this.next - seq) | 0;
+        if (skip < 0) continue;
+        this.held.delete(seq);
+        this.heldBytes -= seg.data.length;
+        if (skip < seg.data.length) this.deliver(seg.data.subarray(skip), seg.ts);
+        progress = true;
+      }
+    }
+  }
+
+  giveUp(ts) {
+    let first = null;
+    for (const seq of this.held.keys()) if (first === null || ((seq - first) | 0) < 0) first = seq;
+    this.decoder.gap(first === null ? 0 : (first - this.next) >>> 0, ts);
+    this.held.clear();
+    this.heldBytes = 0;
+  }
+
+  finish() {
+    if (this.held.size > 0) this.giveUp(this.decoder.ts);
+    this.decoder.finish();
+  }
+}
+
+/**
+ * A capture: every TCP stream with GED-145 in it, both directions, each message handed to emit
+ * as it is decoded, in capture order. source: a BufferSource or FileSource (capture.js).
+ * Returns what the caller may want to tell the user: {streams, encrypted}.
+ */
+function decodeCapture(source, {
+  port, desKey, maxLength, emit, withStream,
+}) {
   const streams = new Map();
-  for (const s of segments(buf)) {
+  let t0 = null;
+  const found = { streams: 0, encrypted: 0 };
+  for (const s of segments(source)) {
+    if (t0 === null) t0 = s.ts;
     const a = `${s.src}:${s.srcPort}`;
     const b = `${s.dst}:${s.dstPort}`;
     const key = a < b ? `${a}|${b}` : `${b}|${a}`;
     let st = streams.get(key);
     if (st === undefined) {
-      st = { key, segs: [], host: null };
+      st = {
+        key, host: null, name: null, cipher: undefined, directions: {},
+      };
       streams.set(key, st);
     }
     if (s.syn && !s.ack) st.host = b; // the SYN goes to the host
     if (port !== undefined && s.dstPort === port) st.host = b;
     if (port !== undefined && s.srcPort === port) st.host = a;
-    st.segs.push({ ...s, from: a, to: b });
-  }
-  const t0 = Math.min(...[...streams.values()].flatMap((st) => st.segs.map((s) => s.ts)), Infinity);
-  const out = [];
-  for (const st of streams.values()) {
+    if (s.data.length === 0) continue;
     if (port !== undefined && st.host === null) continue; // not a stream of the given port
-    const withData = st.segs.filter((s) => s.data.length > 0);
-    if (withData.length === 0) continue;
-    if (st.host === null) st.host = guessHost(withData, maxLength);
-    const ordered = [];
-    for (const from of new Set(withData.map((s) => s.from))) ordered.push(...inOrder(withData.filter((s) => s.from === from)));
-    ordered.sort((x, y) => x.ts - y.ts);
-    let cipher;
-    const decoders = {};
-    const streamName = [...new Set([st.key.split('|').find((e) => e !== st.host), st.host])].join(' -> ');
-    const onMessage = (msg) => {
-      if (msg.typeId === T.OPEN_REQ && msg.encryption === 1 && desKey && msg.sessionKey) {
+    if (st.host === null) st.host = guessHost(s, a, b, maxLength);
+    if (st.name === null) {
+      st.name = [...new Set([key.split('|').find((e) => e !== st.host), st.host])].join(' -> ');
+      found.streams++;
+    }
+    const direction = b === st.host ? DIRECTION.ROUTER_TO_HOST : DIRECTION.HOST_TO_ROUTER;
+    let dir = st.directions[direction];
+    if (dir === undefined) {
+      const onMessage = (msg) => {
+        if (msg.typeId !== T.OPEN_REQ || msg.encryption !== 1) return;
+        if (!desKey || !msg.sessionKey) {
+          found.encrypted++;
+          return;
+        }
         const k = des.openSessionKey(desKey, msg.sessionKey);
-        cipher = k === null ? undefined : des.createSessionCipher(k);
-        for (const d of Object.values(decoders)) d.cipher = cipher;
-      }
-    };
-    for (const seg of ordered) {
-      const direction = seg.to === st.host ? DIRECTION.ROUTER_TO_HOST : DIRECTION.HOST_TO_ROUTER;
-      if (!decoders[direction]) {
-        decoders[direction] = new StreamDecoder({ direction, maxLength, onMessage });
-        decoders[direction].cipher = cipher;
-      }
-      decoders[direction].push(seg.data, seg.ts - t0);
+        st.cipher = k === null ? undefined : des.createSessionCipher(k);
+        for (const d of Object.values(st.directions)) d.decoder.cipher = st.cipher;
+      };
+      const streamEmit = (e) => emit(withStream(st.name) ? { ...e, stream: st.name } : e);
+      dir = new DirectionStream(new StreamDecoder({
+        direction, maxLength, onMessage, emit: streamEmit,
+      }));
+      dir.decoder.cipher = st.cipher;
+      st.directions[direction] = dir;
     }
-    for (const d of Object.values(decoders)) out.push(...d.finish().map((e) => ({ ...e, stream: streamName })));
+    dir.add({ seq: s.seq, data: s.data, ts: s.ts - t0 });
   }
-  return out.sort((x, y) => x.ts - y.ts);
+  for (const st of streams.values()) for (const d of Object.values(st.directions)) d.finish();
+  return found;
 }
 
-/** A direction's segments in sequence order, retransmitted bytes dropped. */
-function inOrder(segs) {
-  const sorted = [...segs].sort((x, y) => ((x.seq - y.seq) | 0));
-  const out = [];
-  let next = null;
-  for (const s of sorted) {
-    let data = s.data;
-    if (next !== null) {
-      const skip = (next - s.seq) | 0;
-      if (skip >= data.length) continue; // all of it seen already
-      if (skip > 0) data = data.subarray(skip);
+/** Without a SYN, from the first segment with data: the side an OPEN_REQ goes to, else the side that receives first. */
+function guessHost(s, from, to, maxLength) {
+  const d = s.data;
+  if (d.length >= 8 && d.readUInt32BE(0) <= maxLength) {
+    const type = d.readUInt32BE(4);
+    if (type === typeToWire(T.OPEN_REQ)) return to;
+    for (const t of [T.OPEN_CONF, T.QUERY_RESP, T.HEARTBEAT_CONF, T.FAILURE_CONF, T.FAILURE_EVENT, T.CLOSE_CONF, T.PARAM_CONF]) {
+      if (type === typeToWire(t)) return from;
     }
-    out.push({ ...s, data });
-    next = (s.seq + s.data.length) >>> 0;
   }
-  return out;
+  return to;
 }
 
-/** Without a SYN: the host is the side an OPEN_REQ goes to, else the side that receives first. */
-function guessHost(segs, maxLength) {
-  for (const s of segs) {
-    if (s.data.length >= 8 && s.data.readUInt32BE(4) === typeToWire(T.OPEN_REQ) && s.data.readUInt32BE(0) <= maxLength) return s.to;
+/** The TCP streams of a capture that carry data (a first, quick pass: only whether to print each line's stream). */
+function countStreams(source, port) {
+  const seen = new Set();
+  for (const s of segments(source)) {
+    if (s.data.length === 0) continue;
+    if (port !== undefined && s.dstPort !== port && s.srcPort !== port) continue;
+    const a = `${s.src}:${s.srcPort}`;
+    const b = `${s.dst}:${s.dstPort}`;
+    seen.add(a < b ? `${a}|${b}` : `${b}|${a}`);
+    if (seen.size > 1) break;
   }
-  return segs[0].to;
+  return seen.size;
 }
 
 function line(e, withStream) {
@@ -224,24 +317,100 @@ async function main(values, positionals) {
   const port = numberFlag(values, 'port', { int: true, min: 1, max: 65535 });
   if (values.direction !== undefined && !Object.hasOwn(ARROWS, values.direction)) throw new UsageError('--direction takes router-to-host or host-to-router');
   const desKey = desKeyFlag(values);
-  let buf;
+  let file = values.file;
+  let buf = null;
   if (positionals.length > 0) {
     buf = parseHex(positionals.join(''));
-    if (buf === null) throw new UsageError('HEX must be hex digits (an even number of them)');
-  } else {
-    buf = values.file ? readFile(values.file) : await readStdin();
-    if (captureKind(buf) === null && !values.file) buf = parseHex(buf.toString('latin1')) || buf;
+    if (buf === null) {
+      // `ged145 decode capture.pcap`: a file, as people type it.
+      if (positionals.length === 1 && file === undefined && fs.existsSync(positionals[0])) file = positionals[0];
+      else throw new UsageError(`HEX must be hex digits (an even number of them); '${positionals[0]}' is not, nor a file (--file FILE)`);
+    }
   }
-  const entries = captureKind(buf) !== null
-    ? decodeCapture(buf, { port, desKey, maxLength })
-    : decodeBytes(buf, { direction: values.direction || null, maxLength });
-  if (values.json) {
-    process.stdout.write(`${JSON.stringify(entries.map(toJson), null, 2)}\n`);
+  const write = output(values.json);
+  if (buf === null && file !== undefined) {
+    const fd = openFile(file);
+    try {
+      const head = Buffer.alloc(4);
+      const n = fs.readSync(fd, head, 0, 4, 0);
+      if (captureKind(head.subarray(0, n)) !== null) {
+        capture(() => new FileSource(fd), {
+          port, desKey, maxLength, write, what: file,
+        });
+        return;
+      }
+      buf = readFile(file);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } else if (buf === null) {
+    buf = await readStdin();
+    if (captureKind(buf) === null) buf = parseHex(buf.toString('latin1')) || buf;
+  }
+  if (captureKind(buf) !== null) {
+    capture(() => new BufferSource(buf), {
+      port, desKey, maxLength, write, what: 'the capture',
+    });
     return;
   }
-  const streams = new Set(entries.map((e) => e.stream).filter(Boolean));
-  for (const e of entries) process.stdout.write(`${line(e, streams.size > 1)}\n`);
-  if (entries.length === 0) process.stderr.write('no GED-145 message found\n');
+  decodeBytes(buf, { direction: values.direction || null, maxLength, emit: write.entry });
+  write.end();
+  if (write.count() === 0) throw new OperatorError('no GED-145 message found');
+}
+
+/** Prints entries as they come: lines, or one JSON array written element by element; count(): messages decoded. */
+function output(json) {
+  let count = 0;
+  let open = false;
+  return {
+    entry(e) {
+      if (e.message) count++;
+      if (!json) {
+        process.stdout.write(`${line(e, e.stream !== undefined)}\n`);
+        return;
+      }
+      process.stdout.write(`${open ? ',\n' : '[\n'}${JSON.stringify(toJson(e), null, 2).replace(/^/gm, '  ')}`);
+      open = true;
+    },
+    end() {
+      if (json) process.stdout.write(open ? '\n]\n' : '[]\n');
+    },
+    count: () => count,
+  };
+}
+
+/** Decodes a capture from source() (read twice: once to count its streams); a damaged file is one line. */
+function capture(source, {
+  port, desKey, maxLength, write, what,
+}) {
+  let found;
+  try {
+    const streams = countStreams(source(), port);
+    found = decodeCapture(source(), {
+      port, desKey, maxLength, emit: write.entry, withStream: () => streams > 1,
+    });
+  } catch (err) {
+    if (!(err instanceof CaptureError) && !(err instanceof RangeError)) throw err;
+    write.end();
+    throw new OperatorError(`${what}: ${err instanceof CaptureError ? err.message : 'a record is cut short or damaged'}`);
+  }
+  write.end();
+  if (found.encrypted > 0 && !desKey) {
+    process.stderr.write(`${found.encrypted} session(s) in this capture are DES-encrypted: their fields are shown as they are on the wire; `
+      + 'give --des-key KEY (or GED145_DES_KEY) to read them\n');
+  }
+  if (write.count() === 0) {
+    throw new OperatorError(found.streams === 0 ? 'no GED-145 message found: the capture has no TCP stream with data'
+      + ' (--port N if the gateway does not listen on the port you expect)' : 'no GED-145 message found');
+  }
+}
+
+function openFile(file) {
+  try {
+    return fs.openSync(file, 'r');
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${err.code || err.message}`);
+  }
 }
 
 function readFile(file) {
