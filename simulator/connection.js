@@ -128,8 +128,10 @@ class RouterConnection extends EventEmitter {
       onMessage: (m) => this.onMessage(m),
       onError: (e) => this.onProtocolError(e),
     });
+    this.firstBytes = null; // what the host sent first on this connection: says what it speaks when it is not GED-145
     this.socket.on('data', (chunk) => {
       this.lastRx = performance.now();
+      if (this.firstBytes === null) this.firstBytes = Buffer.from(chunk.subarray(0, 8));
       if (this.flow) this.flow.in(chunk);
       this.reader.push(chunk);
     });
@@ -282,7 +284,12 @@ class RouterConnection extends EventEmitter {
 
   onProtocolError(err) {
     this.stats.violation(`host sent a bad frame: ${err.code}`);
-    if (err.fatal) this.drop('host framing broken', true);
+    if (!err.fatal) return;
+    if (this.firstBytes !== null && this.firstBytes.toString('latin1').startsWith('HTTP/')) {
+      this.drop(`the host answered in HTTP, not GED-145: ${this.port} is a web port (the gateway's admin port?), not its GED-145 port`, true);
+    } else {
+      this.drop('host framing broken', true);
+    }
   }
 
   // ---- timers ------------------------------------------------------------------------------

@@ -14,6 +14,21 @@ const { REJECT_KINDS, FATAL_KINDS } = require('./injector');
 const { prng } = require('../lib/prng');
 const { PcapWriter } = require('./pcap');
 const { OperatorError } = require('../lib/errors');
+const tls = require('node:tls');
+
+/** True when host:port completes a TLS handshake (certificate unchecked: this only asks what it speaks). */
+function speaksTls(host, port) {
+  return new Promise((resolve) => {
+    const socket = tls.connect({ host, port, rejectUnauthorized: false });
+    const done = (yes) => {
+      socket.destroy();
+      resolve(yes);
+    };
+    socket.setTimeout(2000, () => done(false));
+    socket.once('secureConnect', () => done(true));
+    socket.once('error', (err) => done(/CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE/.test(err.code || '')));
+  });
+}
 
 class Router extends EventEmitter {
   /**
@@ -87,6 +102,16 @@ class Router extends EventEmitter {
     clearTimeout(timer);
     for (const c of this.connections) c.off('down', c.startDown);
     if (result === null) return;
+    // A plain router turned away at once may have met a TLS port: a bare close looks like an
+    // allowlist's. One TLS handshake tells them apart.
+    for (const c of this.connections) {
+      const reason = failures.get(c.side);
+      const turnedAway = reason !== undefined && reason.startsWith('closed by the host right after connecting');
+      if (c.tlsOptions === null && turnedAway && await speaksTls(c.host, c.port)) {
+        failures.set(c.side, 'the host speaks TLS and this router does not: add --tls '
+          + '(and --tls-ca with its CA, --tls-cert/--tls-key if it asks for a client certificate)');
+      }
+    }
     const why = this.connections.map((c) => `${c.side} ${c.host}:${c.port}: ${failures.get(c.side) || `no OPEN_CONF yet (${c.state})`}`).join('; ');
     await Promise.all(this.connections.map((c) => c.stop(0))); // no retry timer may outlive the failure
     throw new OperatorError(result === 'failed' ? `no session opened: ${why}` : `no session opened within ${waitOpenMs} ms: ${why}`);

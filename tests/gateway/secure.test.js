@@ -139,6 +139,31 @@ describe('TLS listener', function () {
     }
   });
 
+  it('a plain router against a TLS gateway is told about TLS, not about allowlists', async () => {
+    const { runCli } = require('../helpers/spawn');
+    const stack = await startStack({ gateway: { 'tls.cert': certs.serverCert, 'tls.key': certs.serverKey } });
+    try {
+      const r = await runCli(['router', '--port', String(stack.port), '--rate', '10', '--duration', '1']);
+      assert.equal(r.code, 1);
+      assert.match(r.err, /the host speaks TLS and this router does not: add --tls/);
+      assert.doesNotMatch(r.err, /allowlist/);
+    } finally {
+      await stack.stop();
+    }
+  });
+
+  it('a router pointed at an HTTP port is told so, not "host framing broken"', async () => {
+    const { runCli } = require('../helpers/spawn');
+    const stack = await startStack();
+    try {
+      const r = await runCli(['router', '--port', String(stack.adminPort), '--rate', '10', '--duration', '1']);
+      assert.equal(r.code, 1);
+      assert.match(r.err, new RegExp(`the host answered in HTTP, not GED-145: ${stack.adminPort} is a web port`));
+    } finally {
+      await stack.stop();
+    }
+  });
+
   it('ged145 router --tls --tls-ca and --des-key work from the command line', async () => {
     const { runCli } = require('../helpers/spawn');
     const stack = await startStack({ env: { GED145_DES_KEY: KEY }, gateway: { 'tls.cert': certs.serverCert, 'tls.key': certs.serverKey } });
