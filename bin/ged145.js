@@ -28,13 +28,21 @@ function fail(message, helpCommand) {
   process.exit(2);
 }
 
-/** parseArgs' message made one line, with the closest option for a misspelt one. */
-function usageMessage(err, options) {
+/**
+ * parseArgs' message made one line, with the closest option for a misspelt one: by spelling, or
+ * a known option the word starts with (--backend-url is --backend), and the environment variable
+ * when the word is one's name (GED145_BACKEND_URL).
+ */
+function usageMessage(err, options, command) {
   const first = String(err.message).split('\n')[0];
   const unknown = /^Unknown option '(--?[^']+)'/.exec(first);
   if (unknown) {
-    const guess = closest(unknown[1].replace(/^-+/, ''), Object.keys(options));
-    return `unknown option ${unknown[1]}${guess ? ` (did you mean --${guess}?)` : ''}`;
+    const word = unknown[1].replace(/^-+/, '');
+    const names = Object.keys(options);
+    const guess = closest(word, names) || names.find((n) => word.startsWith(`${n}-`)) || null;
+    const env = `GED145_${word.toUpperCase().replace(/-/g, '_')}`;
+    const envNote = command === 'gateway' && require('../gateway/config').ENV_NAMES.includes(env) ? `; ${env} is the environment variable` : '';
+    return `unknown option ${unknown[1]}${guess ? ` (did you mean --${guess}?${envNote ? ` ${envNote.slice(2)}` : ''})` : envNote}`;
   }
   const ambiguous = /^Option '(--[^' ]+)[^']*' argument is ambiguous/.exec(first);
   if (ambiguous) return `${ambiguous[1]} needs a value; a value starting with '-' is written ${ambiguous[1]}=VALUE`;
@@ -66,7 +74,7 @@ async function main(argv) {
       strict: true,
     });
   } catch (err) {
-    fail(usageMessage(err, options), `ged145 ${name}`);
+    fail(usageMessage(err, options, name), `ged145 ${name}`);
   }
   if (parsed.values.help) {
     process.stdout.write(command.usage);

@@ -328,5 +328,5 @@ function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = 
 }
 
 module.exports = {
-  loadConfig, compileConfig, DEFAULTS, OPAQUE_KEYS, LIMIT_RANGES,
+  loadConfig, compileConfig, DEFAULTS, OPAQUE_KEYS, LIMIT_RANGES, ENV_NAMES: Object.keys(ENV),
 };

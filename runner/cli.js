@@ -5,6 +5,7 @@ const path = require('node:path');
 const { runSuites, writeJson, writeHtml, SUITES } = require('./index');
 const { consoleReport } = require('./report/console');
 const { UsageError } = require('../lib/errors');
+const { closest } = require('../lib/closest');
 const { numberFlag } = require('../lib/cli-flags');
 
 const summary = 'test suites against a gateway: speed, error, load, soak, capacity, outage, all';
@@ -80,7 +81,10 @@ function progressBars(enabled) {
 async function main(values, positionalArgs) {
   if (positionalArgs.length !== 1) throw new UsageError('give exactly one suite');
   const [suite] = positionalArgs;
-  if (!SUITES.includes(suite)) throw new UsageError(`unknown suite '${suite}'`);
+  if (!SUITES.includes(suite)) {
+    const guess = closest(suite, SUITES);
+    throw new UsageError(`unknown suite '${suite}'${guess ? ` (did you mean '${guess}'?)` : `; suites: ${SUITES.join(', ')}`}`);
+  }
   let target;
   if (values.target) {
     const m = /^([^:]+):(\d+)$/.exec(values.target);

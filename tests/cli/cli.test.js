@@ -31,6 +31,10 @@ describe('ged145 CLI', () => {
     assert.match((await runCli(['gateway', '--prot', '5'])).err, /unknown option --prot \(did you mean --port\?\)/);
     assert.match((await runCli(['router', '--rat', '5'])).err, /did you mean --rate\?/);
     assert.match((await runCli(['gatway'])).err, /did you mean 'gateway'\?/);
+    assert.match((await runCli(['gateway', '--backend-url', 'http://crm'])).err,
+      /unknown option --backend-url \(did you mean --backend\? GED145_BACKEND_URL is the environment variable\)/);
+    assert.match((await runCli(['run', 'lod'])).err, /unknown suite 'lod' \(did you mean 'load'\?\)/);
+    assert.match((await runCli(['run', 'xyzzy'])).err, /unknown suite 'xyzzy'; suites: speed, error, load/);
   });
 
   it('--version prints the version', async () => {
