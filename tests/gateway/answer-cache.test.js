@@ -39,16 +39,18 @@ describe('answer cache (unit)', () => {
     assert.ok(Object.keys(answer.ecc).length < 300, 'ECC entries dropped from the end until the frame fits');
   });
 
-  it('4,000 answers of 35 KB stay within cache.maxBytes', () => {
-    const maxBytes = 8 * 1024 * 1024;
+  it('answers past cache.maxBytes evict the oldest', () => {
+    const maxBytes = 1024 * 1024;
     const cache = new AnswerCache({ maxEntries: 100_000, maxBytes, store: null }, { maxBody: 8192 });
-    for (let i = 0; i < 4000; i++) cache.set(`k${i}`, bigAnswer(i), 60_000);
+    for (let i = 0; i < 300; i++) cache.set(`k${i}`, bigAnswer(i), 60_000);
     assert.ok(cache.local.calculatedSize <= maxBytes, `${cache.local.calculatedSize} bytes`);
-    assert.ok(cache.local.size > 500 && cache.local.size < 4000, `${cache.local.size} entries kept, the oldest evicted`);
+    assert.ok(cache.local.size > 50 && cache.local.size < 300, `${cache.local.size} entries kept, the oldest evicted`);
+    assert.equal(cache.local.get('k0'), undefined);
+    assert.notEqual(cache.local.get('k299'), undefined);
     assert.deepEqual(Object.keys(cache.toJSON()), ['entries', 'bytes', 'maxBytes', 'store']);
   });
 
-  it('and so does the heap: what 4,000 cached answers of 35 KB add to it is under cache.maxBytes', function () {
+  it('4,000 answers of 35 KB: the bytes counted, and what they add to the heap, stay within cache.maxBytes', function () {
     this.timeout(30_000);
     // In a process of its own, with a collection before each reading.
     const script = `
@@ -60,6 +62,7 @@ describe('answer cache (unit)', () => {
       global.gc(); const after = process.memoryUsage().heapUsed;
       process.stdout.write(JSON.stringify({ grew: after - before, accounted: cache.local.calculatedSize, entries: cache.local.size }));`;
     const r = JSON.parse(execFileSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' }));
+    assert.ok(r.accounted <= 16 * 1024 * 1024 && r.entries < 4000, JSON.stringify(r));
     assert.ok(r.grew < 16 * 1024 * 1024, JSON.stringify(r));
   });
 });

@@ -184,7 +184,7 @@ describe('under pressure (default configuration)', function () {
   it('a 3 s brownout (600 ms answers): failures during it, none late, all ok again within 1 s of its end', async () => {
     const { b, stack, c } = await setup();
     let from = 0;
-    const { sent } = await paced(c, 1000, 300, 6500, (t, t0) => {
+    const { sent } = await paced(c, 1000, 300, 5500, (t, t0) => {
       if (from === 0 && t >= 1000) {
         from = t0 + t;
         b.fault = { from, until: from + 3000, delayMs: 600 };
