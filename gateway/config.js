@@ -105,6 +105,10 @@ const OPAQUE_KEYS = new Set(['routes', 'headers', 'fallback', 'cache']);
 /** Sections that may also be switched off with false or null (docs/configuration.md). */
 const SWITCHABLE = new Set(['breaker']);
 const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
+/** Keys an earlier version took, and what replaced them. */
+const RETIRED_KEYS = Object.freeze({
+  'breaker.consecutiveFailures': 'the circuit opens on a failure ratio (failureRatio, minimumCalls, windowMs; docs/configuration.md)',
+});
 const MAX_KEY_FILE_BYTES = 4096;
 
 function merge(base, over, prefix = '') {
@@ -112,6 +116,7 @@ function merge(base, over, prefix = '') {
   for (const [k, v] of Object.entries(over || {})) {
     if (v === undefined) continue;
     if (!Object.hasOwn(base, k)) {
+      if (Object.hasOwn(RETIRED_KEYS, `${prefix}${k}`)) throw new OperatorError(`config: ${prefix}${k} is gone: ${RETIRED_KEYS[`${prefix}${k}`]}`);
       const guess = closest(k, Object.keys(base));
       throw new OperatorError(`config: unknown key '${prefix}${k}'${guess ? ` (did you mean '${prefix}${guess}'?)` : ''}`);
     }

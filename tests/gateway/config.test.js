@@ -38,6 +38,10 @@ describe('gateway config: refusals name the key', () => {
     [{ 'backend.url': 'http://user:secret@crm:8080' }, /config: backend\.url must not carry a user or password .*"headers"/],
     [{ 'backend.url': 'http://crm:8080', routes: { x: { url: 'https://u:p@h/x' } } }, /config: routes\.x\.url must not carry a user or password/],
     [{ 'backend.url': '127.0.0.1:3000' }, /backend\.url must be an http:\/\/ or https:\/\/ URL \(or a list of them\) \(did you mean http:\/\/127\.0\.0\.1:3000\?\)/],
+    [{ breaker: { consecutiveFailures: 5 } }, /breaker\.consecutiveFailures is gone: the circuit opens on a failure ratio/],
+    [{ breaker: { failureRatio: 1.5 } }, /breaker\.failureRatio must be a number above 0 and at most 1/],
+    [{ breaker: { halfOpenAfterMs: 1000, maxHalfOpenAfterMs: 500 } }, /breaker\.maxHalfOpenAfterMs must be an integer from halfOpenAfterMs \(1000\)/],
+    [{ 'limits.maxQueuedBytes': -1 }, /limits\.maxQueuedBytes must be an integer from 0 to 1073741824/],
     [{ deadlinMs: 200 }, /config: unknown key 'deadlinMs' \(did you mean 'deadlineMs'\?\)$/],
     [{ 'limits.maxInFlite': 5 }, /config: unknown key 'limits\.maxInFlite' \(did you mean 'limits\.maxInFlight'\?\)$/],
   ];
