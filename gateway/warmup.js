@@ -19,8 +19,10 @@ const { ReplyWriter } = require('./reply');
 const { Metrics } = require('./metrics');
 const { QueryResolver } = require('./resolver');
 
-const BURST = 400;
-const BURSTS = 4;
+// Ten bursts of 500 rather than four of 400: the first router burst then cost the gateway 207 ms
+// of CPU instead of 240 (three runs each), for 0.6 s more of start (2.3 s in all).
+const BURST = 500;
+const BURSTS = 10;
 const QUIET_LOG = {
   isLevelEnabled: () => false, debug() {}, info() {}, warn() {}, error() {},
 };
