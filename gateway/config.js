@@ -98,6 +98,7 @@ const ENV = {
   GED145_REDACT: ['log.redact', parseBool],
   GED145_WORKERS: ['workers', parseNumber],
   GED145_DES_KEY_FILE: ['des.keyFile', String],
+  GED145_WARMUP: ['warmup', parseBool],
 };
 
 /** Objects whose keys are the user's (subtypes, header names): taken whole, never merged key by key. */

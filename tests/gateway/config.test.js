@@ -76,6 +76,8 @@ describe('gateway config: refusals name the key', () => {
       assert.equal(load({}, { GED145_REDACT: v }).log.redact, want, v);
     }
     assert.throws(() => load({}, { GED145_REDACT: 'maybe' }), /GED145_REDACT=maybe: must be 1\/0, true\/false, yes\/no or on\/off/);
+    assert.equal(load({}, { GED145_WARMUP: '0' }).warmup, false);
+    assert.equal(load({}, {}).warmup, true);
   });
 });
 

@@ -108,7 +108,8 @@ describe('under pressure (default configuration)', function () {
   async function setupProcess() {
     const b = await healthyBackend();
     cleanup.push(() => b.close());
-    const gw = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--backend', b.url, '--admin-port', '0', '--log-level', 'info']);
+    const gw = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--backend', b.url, '--admin-port', '0', '--log-level', 'info'],
+      { env: { GED145_WARMUP: '1' } }); // as the product starts: warmed up
     cleanup.push(async () => {
       gw.killGroup('SIGTERM');
       await gw.exited;

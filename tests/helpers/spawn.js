@@ -8,10 +8,14 @@ const path = require('node:path');
 const ROOT = path.join(__dirname, '..', '..');
 const BIN = path.join(ROOT, 'bin', 'ged145.js');
 
+/**
+ * A gateway started here skips its warm-up (2.3 s of synthetic queries) unless the test asks for
+ * it with env {GED145_WARMUP: '1'}: tests/gateway/warmup.test.js covers the warm-up itself.
+ */
 function spawnCli(args, { env = {}, cmd = process.execPath, cmdArgs, group = false } = {}) {
   const child = spawn(cmd, cmdArgs || [BIN, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, GED145_WARMUP: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: group, // its own process group, so that killGroup reaches npm's children too
   });
