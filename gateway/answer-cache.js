@@ -98,12 +98,18 @@ class AnswerCache {
     return out;
   }
 
-  /** Keeps entry in the process for what is left of keepMs after it was stored. */
-  keepLocal(key, entry, keepMs) {
-    const ttl = Math.floor(entry.storedAt + keepMs - Date.now());
-    if (ttl <= 0) return;
-    if (entry.bytes === undefined) entry.bytes = entryBytes(key, JSON.stringify(entry), entry.answer);
-    this.local.set(key, entry, { ttl });
+  /**
+   * {entry, json} for answer stored at storedAt: the entry holds the fitted answer as fresh strings
+   * (parsed back from its JSON, where a value cut to its tag limit would be a slice keeping the
+   * backend's whole string alive) and its size for cache.maxBytes; null when it never fits a frame.
+   */
+  entry(key, answer, storedAt) {
+    const fitted = this.fitted(answer);
+    if (fitted === null) return null;
+    const json = JSON.stringify({ answer: fitted, storedAt });
+    const entry = JSON.parse(json);
+    entry.bytes = entryBytes(key, json, entry.answer);
+    return { entry, json };
   }
 
   connectRedis(url) {
@@ -160,11 +166,12 @@ class AnswerCache {
         this.badValue(key);
         return undefined;
       }
-      const fitted = this.fitted(entry.answer); // written by another host, maybe another version
-      if (fitted === null) return undefined;
-      const kept = JSON.parse(JSON.stringify({ answer: fitted, storedAt: entry.storedAt })); // fresh strings, as in set()
-      this.keepLocal(key, kept, keepMs);
-      return kept;
+      const made = this.entry(key, entry.answer, entry.storedAt); // written by another host, maybe another version
+      if (made === null) return undefined;
+      // Kept in the process for what is left of its time.
+      const ttl = Math.floor(entry.storedAt + keepMs - Date.now());
+      if (ttl > 0) this.local.set(key, made.entry, { ttl });
+      return made.entry;
     } catch (err) {
       if (this.metrics) this.metrics.cacheStoreErrors.inc();
       const n = this.throttle.hit('redis-get');
@@ -189,13 +196,9 @@ class AnswerCache {
 
   /** Stores answer, fitted, under key for ttl + stale (ms); the shared store is written in the background. */
   set(key, answer, keepMs) {
-    const fitted = this.fitted(answer);
-    if (fitted === null) return;
-    const json = JSON.stringify({ answer: fitted, storedAt: Date.now() });
-    // Parsed back: fresh strings, where a value cut to its tag limit would be a slice that keeps
-    // the backend's whole string alive.
-    const entry = JSON.parse(json);
-    entry.bytes = entryBytes(key, json, entry.answer);
+    const made = this.entry(key, answer, Date.now());
+    if (made === null) return;
+    const { entry, json } = made;
     this.local.set(key, entry, { ttl: keepMs });
     if (this.redis !== null && this.redisUp === true) {
       this.redis.set(KEY_PREFIX + key, json, 'PX', keepMs).catch((err) => {

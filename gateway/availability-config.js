@@ -14,6 +14,10 @@ const CACHE_DEFAULTS = Object.freeze({
 const BREAKER_DEFAULTS = Object.freeze({
   enabled: true, failureRatio: 0.5, minimumCalls: 20, windowMs: 1000, halfOpenAfterMs: 500, maxHalfOpenAfterMs: 2000,
 });
+/** Breaker keys an earlier version took, and what replaced them. */
+const RETIRED_BREAKER_KEYS = Object.freeze({
+  consecutiveFailures: 'the circuit opens on a failure ratio (failureRatio, minimumCalls, windowMs; docs/configuration.md)',
+});
 const RETRY_DEFAULTS = Object.freeze({ enabled: true, minRemainingMs: 50 });
 const FALLBACK_KEYS = new Set(['vars', 'ecc', 'eccArrays', 'ced', 'cdpd', 'on4xx']);
 
@@ -63,9 +67,7 @@ function compileBreaker(value, where = 'breaker', base = BREAKER_DEFAULTS) {
   if (value === false || value === null) return { ...base, enabled: false };
   if (value === undefined) return { ...base };
   if (!isObject(value)) throw new Error(`${where} must be an object`);
-  if (Object.hasOwn(value, 'consecutiveFailures')) {
-    throw new Error(`${where}.consecutiveFailures is gone: the circuit opens on a failure ratio (failureRatio, minimumCalls, windowMs; docs/configuration.md)`);
-  }
+  for (const k of Object.keys(RETIRED_BREAKER_KEYS)) if (Object.hasOwn(value, k)) throw new Error(`${where}.${k} is gone: ${RETIRED_BREAKER_KEYS[k]}`);
   unknownKeys(value, new Set(Object.keys(BREAKER_DEFAULTS)), where);
   const b = { ...base, ...value };
   if (typeof b.enabled !== 'boolean') throw new Error(`${where}.enabled must be true or false`);
@@ -91,5 +93,5 @@ function compileRetry(value, where = 'retry') {
 }
 
 module.exports = {
-  CACHE_DEFAULTS, BREAKER_DEFAULTS, RETRY_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry,
+  CACHE_DEFAULTS, BREAKER_DEFAULTS, RETIRED_BREAKER_KEYS, RETRY_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry,
 };

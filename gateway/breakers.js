@@ -104,10 +104,6 @@ class Breakers {
     }
     return out;
   }
-
-  close() {
-    // Nothing to release: circuits hold no timers (a probe is let through when a call asks).
-  }
 }
 
 module.exports = { Breakers, verdict };

@@ -15,7 +15,7 @@ const { compileRoute } = require('./routes');
 const { compileAllowlist } = require('./allowlist');
 const { isObject } = require('../lib/objects');
 const {
-  BREAKER_DEFAULTS, RETRY_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry,
+  BREAKER_DEFAULTS, RETIRED_BREAKER_KEYS, RETRY_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry,
 } = require('./availability-config');
 const { ENGINE_NAMES } = require('./engines');
 const { V8_MAX_SEMI_SPACE_MB } = require('./heap');
@@ -107,9 +107,7 @@ const OPAQUE_KEYS = new Set(['routes', 'headers', 'fallback', 'cache']);
 const SWITCHABLE = new Set(['breaker']);
 const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 /** Keys an earlier version took, and what replaced them. */
-const RETIRED_KEYS = Object.freeze({
-  'breaker.consecutiveFailures': 'the circuit opens on a failure ratio (failureRatio, minimumCalls, windowMs; docs/configuration.md)',
-});
+const RETIRED_KEYS = Object.freeze(Object.fromEntries(Object.entries(RETIRED_BREAKER_KEYS).map(([k, why]) => [`breaker.${k}`, why])));
 const MAX_KEY_FILE_BYTES = 4096;
 
 function merge(base, over, prefix = '') {

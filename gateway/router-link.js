@@ -179,10 +179,8 @@ class RouterLink {
     this.pauses &= ~why;
     if (this.pauses !== 0 || this.closed || this.inputStopped) return;
     this.sliceFrames = 0;
-    // Frames held since the pause are handled now, and may pause again.
-    if (this.reader.heldBytes > 0 && !this.feed()) return;
+    if (!this.feed()) return; // frames held since the pause are handled now, and may pause again
     if (this.pauses !== 0 || this.closed || this.inputStopped) return;
-    this.reader.resume(); // nothing held: just unpause it
     this.socket.resume();
     if (this.reader.bufferedBytes > 0 && this.partialSince < 0) {
       this.partialSince = performance.now();
@@ -371,4 +369,4 @@ function onLingerTimeout(link) {
   link.destroy('linger timeout');
 }
 
-module.exports = { RouterLink };
+module.exports = { RouterLink, SLICE_FRAMES };

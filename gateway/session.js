@@ -26,7 +26,7 @@ const { performance } = require('node:perf_hooks');
 const {
   serialize, STATUS, MESSAGE_TYPES: T, des, EncodeError,
 } = require('../lib/protocol');
-const { RouterLink } = require('./router-link');
+const { RouterLink, SLICE_FRAMES } = require('./router-link');
 const { DEADLINE, DEADLINE_LATE } = require('./engines/errors');
 const { messageOf } = require('../lib/errors');
 const { InFlight } = require('./inflight');
@@ -39,8 +39,6 @@ let nextSessionId = 1;
 const TIMER_LAG_MS = 25;
 /** A session that stopped reading (held requests past limits.maxQueuedBytes) reads again at this fraction of it. */
 const RESUME_FRACTION = 0.5;
-/** Requests taken from the backlog per turn of the event loop, as the link's slices (router-link.js). */
-const DRAIN_SLICE = 64;
 /** Metrics outcomes of QUERY_RESP answers that did not come from the backend just now. */
 const SOURCE_LABELS = Object.freeze({
   cache: 'cached', stale: 'stale', fallback: 'fallback',
@@ -103,10 +101,15 @@ class Session {
       onProtocolError: (err) => this.onProtocolError(err),
       onPeerEnd: () => this.onPeerEnd(), // half-close: what was sent is answered first
       onClosed: () => this.onClose(),
-      holding: () => this.backlogHead < this.backlog.length,
+      holding: () => this.waiting > 0,
       trace: { limit: config.log.traceFrames, redact: () => this.redact },
     });
     this.log.info('router connected', { session: this.id, peer: this.peer });
+  }
+
+  /** Requests in the backlog, not dispatched yet. */
+  get waiting() {
+    return this.backlog.length - this.backlogHead;
   }
 
   /** log.redact as it is now: a reload that turns it on covers this session's next line. */
@@ -133,7 +136,7 @@ class Session {
     const receivedAt = this.link.lastRx;
     if (msg.typeId === T.HEARTBEAT_REQ) {
       this.onHeartbeat(msg);
-    } else if (this.backlogHead < this.backlog.length || (msg.typeId === T.QUERY_REQ && this.inflight.size >= this.limits.maxInFlight)) {
+    } else if (this.waiting > 0 || (msg.typeId === T.QUERY_REQ && this.inflight.size >= this.limits.maxInFlight)) {
       this.hold(msg, size, receivedAt);
     } else {
       this.handle(msg, receivedAt);
@@ -151,11 +154,12 @@ class Session {
   drainBacklog() {
     this.drainScheduled = false;
     const { backlog } = this;
+    const now = performance.now(); // for each query taken: has it waited past its deadline?
     let n = 0;
-    while (this.backlogHead < backlog.length && !this.closed) {
+    while (this.waiting > 0 && !this.closed) {
       const item = backlog[this.backlogHead];
       if (item.msg.typeId === T.QUERY_REQ && this.inflight.size >= this.limits.maxInFlight) break;
-      if (++n > DRAIN_SLICE) {
+      if (++n > SLICE_FRAMES) { // a slice per turn of the event loop, as the link reads
         this.drainScheduled = true;
         setImmediate(drainLater, this);
         return;
@@ -163,15 +167,15 @@ class Session {
       backlog[this.backlogHead++] = undefined;
       this.backlogBytes -= item.size;
       if (BARRIERS.has(item.msg.typeId)) this.barrierHeld = false;
-      this.handle(item.msg, item.receivedAt);
+      this.handle(item.msg, item.receivedAt, now);
     }
-    if (this.backlogHead === backlog.length) {
+    if (this.waiting === 0) {
       backlog.length = 0;
       this.backlogHead = 0;
     }
     if (this.closed) return;
     if (!this.barrierHeld && this.backlogBytes <= this.limits.maxQueuedBytes * RESUME_FRACTION) this.link.resumeInput();
-    if (this.backlogHead === backlog.length) this.inputDone();
+    if (this.waiting === 0) this.inputDone();
   }
 
   /** Every request read has been dispatched: a half-closed router's session can end now. */
@@ -182,12 +186,13 @@ class Session {
 
   onPeerEnd() {
     this.peerEnded = true;
-    if (this.backlogHead === this.backlog.length) this.end('closed by router');
+    if (this.waiting === 0) this.end('closed by router');
   }
 
-  handle(msg, receivedAt) {
+  /** now: the time, for a request taken from the backlog (it may have waited past its deadline). */
+  handle(msg, receivedAt, now) {
     switch (msg.typeId) {
-      case T.QUERY_REQ: this.onQuery(msg, receivedAt); break;
+      case T.QUERY_REQ: this.onQuery(msg, receivedAt, now); break;
       case T.HEARTBEAT_REQ: this.onHeartbeat(msg); break;
       case T.OPEN_REQ: this.onOpen(msg); break;
       case T.CLOSE_REQ: this.onCloseReq(msg); break;
@@ -325,8 +330,11 @@ class Session {
     this.send(serialize.paramConf(msg.invokeId));
   }
 
-  /** receivedAt: when its bytes arrived (performance.now()); its deadline runs from then. */
-  onQuery(q, receivedAt) {
+  /**
+   * receivedAt: when its bytes arrived (performance.now()); its deadline runs from then. now: given
+   * for a query that waited in the backlog, which is answered at once if its deadline has passed.
+   */
+  onQuery(q, receivedAt, now) {
     if (this.state !== 'open') {
       this.failure(q.invokeId, STATUS.E_AG_SESSION_INACTIVE, 'no open session');
       return;
@@ -343,7 +351,7 @@ class Session {
     const { resolver, config } = this.gateway;
     const p = this.inflight.add(q, config.deadlineMs, receivedAt);
     p.resolver = resolver; // the settings this query started under, even across a reload
-    if (p.deadlineAt <= performance.now()) {
+    if (now !== undefined && p.deadlineAt <= now) {
       // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
       // backend is not asked a question nobody waits for any more.
       p.availability = resolver.availabilityFor(q);
@@ -452,9 +460,9 @@ class Session {
 
   afterSettle() {
     if (this.closed) return;
-    if (this.backlogHead < this.backlog.length && !this.drainScheduled) this.drainBacklog();
+    if (this.waiting > 0 && !this.drainScheduled) this.drainBacklog();
     if (this.closeWaiters.length > 0) this.settleClose();
-    if (this.inflight.size === 0 && this.backlogHead === this.backlog.length) {
+    if (this.inflight.size === 0 && this.waiting === 0) {
       if (this.ending !== null) this.link.finish(this.ending.last);
       this.gateway.onSessionIdle(this);
     }
@@ -507,7 +515,7 @@ class Session {
     this.clearOpenTimer();
     this.link.stopInput(reason);
     // Requests read before this are still answered: those in flight, and those in the backlog.
-    if (this.inflight.size === 0 && this.backlogHead === this.backlog.length) this.link.finish(last);
+    if (this.inflight.size === 0 && this.waiting === 0) this.link.finish(last);
   }
 
   destroy(reason) {
@@ -563,7 +571,7 @@ class Session {
       openedAt: this.openedAt && this.openedAt.toISOString(),
       idleTimeoutMs: this.idleTimeoutMs,
       inFlight: this.inflight.size,
-      waiting: this.backlog.length - this.backlogHead,
+      waiting: this.waiting,
       paused: this.link.paused,
       counters: { ...this.counters },
     };

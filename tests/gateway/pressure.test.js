@@ -63,10 +63,15 @@ function tally(c, sent, { excused = () => false } = {}) {
   return out;
 }
 
-/** Queries at `rate` per second for `ms`, written as a paced router would; resolves with their send times. */
-async function paced(c, firstId, rate, ms, onTick = () => {}) {
+/**
+ * Queries at `rate` per second for `ms`, written as a paced router would; at `fault.atMs` the
+ * backend answers in fault.delayMs for fault.forMs. Resolves with their send times and when the
+ * fault began (performance.now() time).
+ */
+async function paced(c, firstId, rate, ms, fault) {
   const sent = new Map();
   const t0 = performance.now();
+  let faultAt = 0;
   let id = firstId;
   while (performance.now() - t0 < ms) {
     const due = Math.floor(((performance.now() - t0) * rate) / 1000);
@@ -76,10 +81,13 @@ async function paced(c, firstId, rate, ms, onTick = () => {}) {
       frames.push(queryFrame(id++));
     }
     if (frames.length > 0) c.send(Buffer.concat(frames));
-    onTick(performance.now() - t0, t0);
+    if (faultAt === 0 && performance.now() - t0 >= fault.atMs) {
+      faultAt = performance.now();
+      fault.backend.fault = { from: faultAt, until: faultAt + fault.forMs, delayMs: fault.delayMs };
+    }
     await wait(2);
   }
-  return { sent, t0 };
+  return { sent, faultAt };
 }
 
 describe('under pressure (default configuration)', function () {
@@ -167,12 +175,8 @@ describe('under pressure (default configuration)', function () {
 
   it('a 0.4 s stall at 500 queries/s costs only the calls sent during it', async () => {
     const { b, stack, c } = await setupProcess();
-    let stallAt = 0;
-    const { sent } = await paced(c, 1000, 500, 4000, (t, t0) => {
-      if (stallAt === 0 && t >= 1500) {
-        stallAt = t0 + t;
-        b.fault = { from: stallAt, until: stallAt + 400, delayMs: 300 };
-      }
+    const { sent, faultAt: stallAt } = await paced(c, 1000, 500, 4000, {
+      backend: b, atMs: 1500, forMs: 400, delayMs: 300,
     });
     await wait(600);
     // Excused: sent from 0.3 s before the stall to 1 s after it.
@@ -184,12 +188,8 @@ describe('under pressure (default configuration)', function () {
 
   it('a 3 s brownout (600 ms answers): failures during it, none late, all ok again within 1 s of its end', async () => {
     const { b, stack, c } = await setup();
-    let from = 0;
-    const { sent } = await paced(c, 1000, 300, 5500, (t, t0) => {
-      if (from === 0 && t >= 1000) {
-        from = t0 + t;
-        b.fault = { from, until: from + 3000, delayMs: 600 };
-      }
+    const { sent, faultAt: from } = await paced(c, 1000, 300, 5500, {
+      backend: b, atMs: 1000, forMs: 3000, delayMs: 600,
     });
     await wait(600);
     const r = tally(c, sent, { excused: (at) => at >= from - 300 && at < from + 4000 });

@@ -339,7 +339,7 @@ async function main(values, positionals) {
         });
         return;
       }
-      buf = readFile(file);
+      buf = fs.readFileSync(fd); // raw bytes, read whole
     } finally {
       fs.closeSync(fd);
     }
@@ -408,14 +408,6 @@ function capture(source, {
 function openFile(file) {
   try {
     return fs.openSync(file, 'r');
-  } catch (err) {
-    throw new UsageError(`cannot read ${file}: ${err.code || err.message}`);
-  }
-}
-
-function readFile(file) {
-  try {
-    return fs.readFileSync(file);
   } catch (err) {
     throw new UsageError(`cannot read ${file}: ${err.code || err.message}`);
   }
