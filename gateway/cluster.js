@@ -84,7 +84,16 @@ async function startCluster(config, { log } = {}) {
   // The validated settings, as plain JSON; the worker compiles routes and reads the key itself.
   const env = { GED145_WORKER_CONFIG: JSON.stringify(config) };
   const startedAt = new Map(); // worker id -> when it was forked
-  const fork = () => startedAt.set(cluster.fork(env).id, Date.now());
+  const fork = () => {
+    const worker = cluster.fork(env);
+    startedAt.set(worker.id, Date.now());
+    // cluster's primary writes to a worker over IPC on its own (a failed shared listen goes to every
+    // waiting worker); when that worker was already gone the write fails with EPIPE and, with no
+    // listener, the error would take the primary down. Its 'exit' handler below deals with the loss.
+    worker.on('error', (err) => {
+      if (!draining && err.code !== 'EPIPE' && err.code !== 'ERR_IPC_CHANNEL_CLOSED') logger.warn(`worker ${worker.process.pid}: ${err.message}`);
+    });
+  };
   let starting = true;
   let failure = null; // why the start failed: the first worker's reason
   const failedStart = [];
