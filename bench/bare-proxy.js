@@ -9,8 +9,8 @@ const net = require('node:net');
 const {
   MessageReader, serialize, MESSAGE_TYPES: T, DIRECTION, STATUS,
 } = require('../lib/protocol');
-const { createEngine } = require('../gateway/engines');
-const { queryJson } = require('../gateway/routes');
+const { createEngine } = require('../gateway/backend/engines');
+const { queryJson } = require('../gateway/config/routes');
 
 const origin = new URL(process.argv[2]).origin;
 const engine = createEngine('undici', { connections: 64, maxResponseBytes: 65536 });

@@ -6,8 +6,8 @@
 //   node bench/direct-http.js <engine> <backendUrl> <concurrency> <seconds>
 
 const { performance } = require('node:perf_hooks');
-const { createEngine } = require('../gateway/engines');
-const { queryJson } = require('../gateway/routes');
+const { createEngine } = require('../gateway/backend/engines');
+const { queryJson } = require('../gateway/config/routes');
 const { newHistogram } = require('../simulator/stats');
 const { QUERY } = require('./harness');
 

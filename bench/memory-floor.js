@@ -6,7 +6,7 @@
 // one request made so its HTTP parser is compiled, binary-parser), doing nothing else
 // (`node bench/memory-floor.js libraries`). Prints its pid once settled, then idles until killed.
 
-const { holdYoungGeneration } = require('../gateway/heap');
+const { holdYoungGeneration } = require('../gateway/ops/heap');
 
 async function main() {
   holdYoungGeneration(); // the gateway's own V8 settings, so only the libraries differ
@@ -18,7 +18,7 @@ async function main() {
     const client = require('prom-client');
     client.collectDefaultMetrics({ register: new client.Registry() });
     require('binary-parser');
-    const { Engine } = require('../gateway/engines/undici'); // undici's Pool, loaded as the gateway loads it
+    const { Engine } = require('../gateway/backend/engines/undici'); // undici's Pool, loaded as the gateway loads it
     const server = http.createServer((req, res) => res.end('{}'));
     await new Promise((r) => server.listen(0, '127.0.0.1', r));
     const engine = new Engine();

@@ -1,6 +1,6 @@
 'use strict';
 
-const { holdYoungGeneration, applyMemorySettings } = require('./heap');
+const { holdYoungGeneration, applyMemorySettings } = require('./ops/heap');
 const { OperatorError } = require('../lib/errors');
 const { numberFlag } = require('../lib/cli-flags');
 
@@ -54,7 +54,7 @@ const options = {
 const int = (values, key) => numberFlag(values, key, { int: true });
 
 async function main(values) {
-  holdYoungGeneration(); // before the gateway's modules load (gateway/heap.js)
+  holdYoungGeneration(); // before the gateway's modules load (gateway/ops/heap.js)
   const { loadConfig } = require('./config');
   const { createLogger } = require('../lib/logger');
   // Kept for SIGHUP: a reload reads the same file, the environment and the same flags again.
@@ -126,7 +126,7 @@ async function main(values) {
     log.warn(`no backend configured: serving from the built-in REST simulator at ${sim.url}; `
       + 'its answers are test data (set --backend URL or backend.url for a real backend)');
   }
-  running = config.workers > 1 ? await require('./cluster').startCluster(config, { log }) : await require('./index').startGateway(config, { log });
+  running = config.workers > 1 ? await require('./ops/cluster').startCluster(config, { log }) : await require('./index').startGateway(config, { log });
   if (stopSignal !== null) {
     await stop(stopSignal);
     return;

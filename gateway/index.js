@@ -1,10 +1,10 @@
 'use strict';
 
-// startGateway(config): the gateway with its admin port, in this process (gateway/cluster.js runs
+// startGateway(config): the gateway with its admin port, in this process (gateway/ops/cluster.js runs
 // several of them as worker processes).
 
 const { Gateway } = require('./server');
-const { createAdminApp, listenAdmin } = require('./admin');
+const { createAdminApp, listenAdmin } = require('./ops/admin');
 const { createLogger } = require('../lib/logger');
 const { OperatorError } = require('../lib/errors');
 

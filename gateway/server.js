@@ -9,10 +9,10 @@ const tls = require('node:tls');
 const { OperatorError } = require('../lib/errors');
 const { createLogger } = require('../lib/logger');
 const { serialize, STATUS, profile: { setProfile } } = require('../lib/protocol');
-const { Session } = require('./session');
-const { QueryResolver } = require('./resolver');
-const { Metrics } = require('./metrics');
-const { warmUp } = require('./warmup');
+const { Session } = require('./session/session');
+const { QueryResolver } = require('./backend/availability');
+const { Metrics } = require('./ops/metrics');
+const { warmUp } = require('./ops/warmup');
 
 const SESSION_REFUSAL_LOG_MS = 60_000;
 

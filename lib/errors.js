@@ -3,14 +3,14 @@
 // The product's error catalogue, in the manner of undici's lib/core/errors.js: each class has a
 // `name` and a stable `code`, and the CLI decides what to print and how to exit by the code
 // (bin/ged145.js). The codec's own errors are in lib/protocol/errors.js, the HTTP engines' in
-// gateway/engines/errors.js; every code is listed in CODES below.
+// gateway/backend/engines/errors.js; every code is listed in CODES below.
 
 const CODES = Object.freeze({
   USAGE: 'ERR_GED145_USAGE', // a bad command line: one line, a pointer to --help, exit 2
   OPERATOR: 'ERR_GED145_OPERATOR', // an expected condition (bad config, port in use): one line, exit 1
-  ENGINE: 'ERR_GED145_ENGINE', // a backend HTTP request failed (gateway/engines/errors.js)
+  ENGINE: 'ERR_GED145_ENGINE', // a backend HTTP request failed (gateway/backend/engines/errors.js)
   ENCODE: 'ERR_GED145_ENCODE', // a message cannot be encoded (lib/protocol/errors.js)
-  PLACEHOLDER: 'ERR_GED145_PLACEHOLDER', // a URL placeholder value that cannot be a path segment (gateway/routes.js)
+  PLACEHOLDER: 'ERR_GED145_PLACEHOLDER', // a URL placeholder value that cannot be a path segment (gateway/config/routes.js)
 });
 
 /** A bad command line. */

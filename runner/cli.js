@@ -1,6 +1,6 @@
 'use strict';
 
-const { ENGINE_NAMES } = require('../gateway/engines');
+const { ENGINE_NAMES } = require('../gateway/backend/engines');
 const path = require('node:path');
 const { runSuites, writeJson, writeHtml, SUITES } = require('./index');
 const { consoleReport } = require('./report/console');

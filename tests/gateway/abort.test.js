@@ -1,10 +1,10 @@
 'use strict';
 
-// QuerySignal: the abort signal of a query in flight (gateway/abort.js), and the real AbortSignal
+// QuerySignal: the abort signal of a query in flight (gateway/backend/abort.js), and the real AbortSignal
 // it gives to code that hands a signal on.
 
 const assert = require('node:assert/strict');
-const { QuerySignal, asAbortSignal } = require('../../gateway/abort');
+const { QuerySignal, asAbortSignal } = require('../../gateway/backend/abort');
 
 describe('QuerySignal', () => {
   it('calls each abort listener once, functions and handleEvent objects alike, with the reason set', () => {

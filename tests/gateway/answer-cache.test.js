@@ -1,12 +1,12 @@
 'use strict';
 
-// The answer cache alone (gateway/answer-cache.js): what a key is, what is kept of an answer, and
+// The answer cache alone (gateway/backend/cache.js): what a key is, what is kept of an answer, and
 // that the process's copy stays within cache.maxBytes whatever the backend sends.
 
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { AnswerCache, cacheKey } = require('../../gateway/answer-cache');
+const { AnswerCache, cacheKey } = require('../../gateway/backend/cache');
 
 /** A backend answer of about 35 KB: ten long variables, 300 ECC entries, 100 array elements. */
 function bigAnswer(i) {
@@ -54,7 +54,7 @@ describe('answer cache (unit)', () => {
     this.timeout(30_000);
     // In a process of its own, with a collection before each reading.
     const script = `
-      const { AnswerCache } = require(${JSON.stringify(path.join(__dirname, '../../gateway/answer-cache'))});
+      const { AnswerCache } = require(${JSON.stringify(path.join(__dirname, '../../gateway/backend/cache'))});
       const big = ${bigAnswer.toString()};
       const cache = new AnswerCache({ maxEntries: 100000, maxBytes: 16 * 1024 * 1024, store: null }, { maxBody: 8192 });
       global.gc(); const before = process.memoryUsage().heapUsed;

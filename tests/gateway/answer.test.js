@@ -1,13 +1,13 @@
 'use strict';
 
-// answer.js and reply.js alone: a backend answer made to fit the tag limits, then the frame limit.
+// gateway/answer/ alone (fit.js, writer.js): a backend answer made to fit the tag limits, then the frame limit.
 
 const assert = require('node:assert/strict');
 const {
   decodeFrame, DIRECTION, des, HEADER_LENGTH, STATUS,
 } = require('../../lib/protocol');
-const { fillAnswer } = require('../../gateway/answer');
-const { ReplyWriter } = require('../../gateway/reply');
+const { fillAnswer } = require('../../gateway/answer/fit');
+const { ReplyWriter } = require('../../gateway/answer/writer');
 
 const toRouter = (buf, cipher) => decodeFrame(buf, { direction: DIRECTION.HOST_TO_ROUTER, cipher });
 

@@ -9,7 +9,7 @@ const path = require('node:path');
 const { STATUS } = require('../../lib/protocol');
 const { WireClient } = require('../helpers/wire');
 const { startStack, startTestBackend } = require('../helpers/stack');
-const { ENGINE_NAMES } = require('../../gateway/engines');
+const { ENGINE_NAMES } = require('../../gateway/backend/engines');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 const HOSTILE = path.join(__dirname, '..', 'fixtures', 'handlers', 'hostile-answers.js');

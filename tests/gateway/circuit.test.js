@@ -1,14 +1,14 @@
 'use strict';
 
-// The circuit policy alone (gateway/circuit.js), on a clock the test moves: when it opens, when it
+// The circuit policy alone (gateway/backend/circuit.js), on a clock the test moves: when it opens, when it
 // probes, how it backs off, and what it ignores.
 
 const assert = require('node:assert/strict');
 const {
   Circuit, CALL, PROBE, REFUSED,
-} = require('../../gateway/circuit');
-const { BREAKER_DEFAULTS } = require('../../gateway/availability-config');
-const { verdict } = require('../../gateway/breakers');
+} = require('../../gateway/backend/circuit');
+const { BREAKER_DEFAULTS } = require('../../gateway/config/availability');
+const { verdict } = require('../../gateway/backend/breakers');
 
 function circuit(settings = {}) {
   const clock = { t: 1_000_000 };

@@ -7,7 +7,7 @@
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const { loadConfig } = require('../../gateway/config');
-const { describeQuery } = require('../../gateway/redact');
+const { describeQuery } = require('../../gateway/session/redact');
 const { WireClient } = require('../helpers/wire');
 const { startStack } = require('../helpers/stack');
 

@@ -5,9 +5,9 @@
 // with an AbortController's signal and with a query's QuerySignal.
 
 const assert = require('node:assert/strict');
-const { createEngine } = require('../../gateway/engines');
-const { DEADLINE } = require('../../gateway/engines/errors');
-const { QuerySignal } = require('../../gateway/abort');
+const { createEngine } = require('../../gateway/backend/engines');
+const { DEADLINE } = require('../../gateway/backend/engines/errors');
+const { QuerySignal } = require('../../gateway/backend/abort');
 const { startTestBackend } = require('../helpers/stack');
 
 describe('undici engine', () => {

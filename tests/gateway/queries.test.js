@@ -3,7 +3,7 @@
 // Queries end to end: router socket -> gateway -> real HTTP backend -> reply, with both HTTP
 // engines, against the REST simulator and against a test backend that fails in each way.
 
-const { ENGINE_NAMES } = require('../../gateway/engines');
+const { ENGINE_NAMES } = require('../../gateway/backend/engines');
 const assert = require('node:assert/strict');
 const { STATUS } = require('../../lib/protocol');
 const { WireClient } = require('../helpers/wire');

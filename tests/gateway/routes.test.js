@@ -12,7 +12,7 @@ const { WireClient } = require('../helpers/wire');
 const { startStack, startTestBackend } = require('../helpers/stack');
 const {
   parseTemplate, fillTemplate, compileRoute, PlaceholderError,
-} = require('../../gateway/routes');
+} = require('../../gateway/config/routes');
 const { loadConfig } = require('../../gateway/config');
 
 describe('route templates', () => {

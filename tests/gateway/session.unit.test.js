@@ -8,8 +8,8 @@ const assert = require('node:assert/strict');
 const { EventEmitter } = require('node:events');
 const sinon = require('sinon');
 const { serialize, MessageReader, STATUS, DIRECTION } = require('../../lib/protocol');
-const { Session } = require('../../gateway/session');
-const { Metrics } = require('../../gateway/metrics');
+const { Session } = require('../../gateway/session/session');
+const { Metrics } = require('../../gateway/ops/metrics');
 const { loadConfig } = require('../../gateway/config');
 const { captureLogger } = require('../helpers/stack');
 

@@ -1,7 +1,7 @@
 'use strict';
 
 // Reply bytes for one session. A backend answer becomes a QUERY_RESP that fits both the tag
-// limits (answer.js) and the frame limit (here): the router drops a connection on a frame over
+// limits (fit.js) and the frame limit (here): the router drops a connection on a frame over
 // its limit, losing every other query in flight, so no frame we write may exceed
 // limits.maxMessageLength (docs/protocol.md, framing).
 //
@@ -12,8 +12,8 @@
 
 const {
   serialize, STATUS, HEADER_LENGTH, MAX_TAG_DATA, des, text: { printable },
-} = require('../lib/protocol');
-const { fillAnswer } = require('./answer');
+} = require('../../lib/protocol');
+const { fillAnswer } = require('./fit');
 
 
 /**

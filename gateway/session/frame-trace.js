@@ -9,7 +9,7 @@
 
 const {
   decode, HEADER_LENGTH, MESSAGE_NAMES, fixedLength, DIRECTION, STATUS_NAMES,
-} = require('../lib/protocol');
+} = require('../../lib/protocol');
 const { describeQuery } = require('./redact');
 
 const MAX_HEX_BYTES = 512;

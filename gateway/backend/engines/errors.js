@@ -1,6 +1,6 @@
 'use strict';
 
-const { CODES } = require('../../lib/errors');
+const { CODES } = require('../../../lib/errors');
 
 /**
  * The reason a session aborts a request whose deadline fired (abort(DEADLINE)), so that the

@@ -10,7 +10,7 @@
 // Outcomes carry `source` ('cache', 'stale', 'fallback') so the session counts them apart.
 
 const { Backend } = require('./backend');
-const { AnswerCache, cacheKey } = require('./answer-cache');
+const { AnswerCache, cacheKey } = require('./cache');
 
 class QueryResolver {
   /** cache: an AnswerCache to keep (a reload with the same cache settings keeps its entries). */

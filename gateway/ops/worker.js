@@ -6,13 +6,13 @@
 
 const { holdYoungGeneration, applyMemorySettings } = require('./heap');
 
-holdYoungGeneration(); // before the gateway's modules load (gateway/heap.js)
+holdYoungGeneration(); // before the gateway's modules load (gateway/ops/heap.js)
 // The primary coordinates Ctrl-C and reloads, from the first moment: a SIGINT to the whole group
 // during the start must not kill a worker half-way.
 process.on('SIGINT', () => {});
 process.on('SIGHUP', () => {});
 const { runWorker, FAILED } = require('./cluster');
-const { compileConfig } = require('./config');
+const { compileConfig } = require('../config');
 
 const settings = JSON.parse(process.env.GED145_WORKER_CONFIG);
 // Only the DES key comes from the environment again (it is never put in the JSON above).
@@ -20,6 +20,6 @@ const config = compileConfig(settings, { baseDir: settings.baseDir, env: { GED14
 
 applyMemorySettings(config.memory);
 runWorker(config).catch((err) => {
-  // The primary says it, once, for the whole gateway (gateway/cluster.js).
+  // The primary says it, once, for the whole gateway (gateway/ops/cluster.js).
   process.send({ type: FAILED, message: err.message }, () => process.exit(1));
 });

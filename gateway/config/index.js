@@ -7,18 +7,18 @@ const net = require('node:net');
 const path = require('node:path');
 const {
   DEFAULT_MAX_MESSAGE_LENGTH, des, MESSAGE_TYPES, STATUS, profile: { resolveProfile },
-} = require('../lib/protocol');
-const { OperatorError } = require('../lib/errors');
-const { readRegularFile, parseJson } = require('../lib/files');
-const { closest } = require('../lib/closest');
+} = require('../../lib/protocol');
+const { OperatorError } = require('../../lib/errors');
+const { readRegularFile, parseJson } = require('../../lib/files');
+const { closest } = require('../../lib/closest');
 const { compileRoute } = require('./routes');
 const { compileAllowlist } = require('./allowlist');
-const { isObject } = require('../lib/objects');
+const { isObject } = require('../../lib/objects');
 const {
   BREAKER_DEFAULTS, RETIRED_BREAKER_KEYS, RETRY_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry,
-} = require('./availability-config');
-const { ENGINE_NAMES } = require('./engines');
-const { V8_MAX_SEMI_SPACE_MB } = require('./heap');
+} = require('./availability');
+const { ENGINE_NAMES } = require('../backend/engines');
+const { V8_MAX_SEMI_SPACE_MB } = require('../ops/heap');
 
 const DEFAULTS = Object.freeze({
   host: '0.0.0.0',
@@ -66,9 +66,9 @@ const DEFAULTS = Object.freeze({
   },
   workers: 1,
   shutdownTimeoutMs: 5000,
-  // V8 heap sizing the gateway sets for itself at start (gateway/heap.js); read once, not on reload.
+  // V8 heap sizing the gateway sets for itself at start (gateway/ops/heap.js); read once, not on reload.
   memory: { youngGenerationMb: 8, heapGrowthPercent: 50 }, // why 8: docs/configuration.md
-  warmup: true, // run synthetic queries through the code before listening (see gateway/warmup.js)
+  warmup: true, // run synthetic queries through the code before listening (see gateway/ops/warmup.js)
   des: { keyFile: null, require: false }, // the DES private key: GED145_DES_KEY, or a file holding it; never logged
   tls: { cert: null, key: null, ca: null }, // PEM files: listen with TLS; ca = require client certificates
 });
@@ -248,7 +248,7 @@ function validate(c) {
 /**
  * The parts of a validated config that are not plain data: routes compiled (handler modules
  * loaded), the allowlist as a filter, the DES key read. A cluster worker receives the validated
- * settings as JSON and runs only this (gateway/cluster.js).
+ * settings as JSON and runs only this (gateway/ops/cluster.js).
  */
 function compileConfig(settings, { baseDir, env }) {
   const c = { ...settings };

@@ -9,14 +9,14 @@
 const { performance } = require('node:perf_hooks');
 const {
   queryJson, fillTemplate, encodeSegment, jsonPath, mapResponse, PlaceholderError,
-} = require('./routes');
+} = require('../config/routes');
 const { createEngine } = require('./engines');
 const { asAbortSignal } = require('./abort');
-const { text: { printable } } = require('../lib/protocol');
-const { BackendHealth } = require('./backend-health');
+const { text: { printable } } = require('../../lib/protocol');
+const { BackendHealth } = require('./health');
 const { Breakers } = require('./breakers');
-const { LogThrottle } = require('./log-throttle');
-const { messageOf } = require('../lib/errors');
+const { LogThrottle } = require('../../lib/log-throttle');
+const { messageOf } = require('../../lib/errors');
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 

@@ -4,13 +4,13 @@
 // retry (docs/configuration.md). Each is checked here once, for the top level and for a route
 // (routes.<subtype>.fallback, .cache, .breaker), where the route's value wins.
 
-const { isObject } = require('../lib/objects');
-const { isKeyName } = require('./answer-cache');
+const { isObject } = require('../../lib/objects');
+const { isKeyName } = require('../backend/cache');
 
 const CACHE_DEFAULTS = Object.freeze({
   ttlMs: 30_000, staleIfErrorMs: 3_600_000, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, key: ['subtype', 'clid'], store: null,
 });
-// Why these numbers: docs/configuration.md (availability) and gateway/circuit.js.
+// Why these numbers: docs/configuration.md (availability) and gateway/backend/circuit.js.
 const BREAKER_DEFAULTS = Object.freeze({
   enabled: true, failureRatio: 0.5, minimumCalls: 20, windowMs: 1000, halfOpenAfterMs: 500, maxHalfOpenAfterMs: 2000,
 });

@@ -6,7 +6,7 @@
 // "(other)". Label values are printable ASCII, at most 64 characters.
 
 const client = require('prom-client');
-const { text: { printable } } = require('../lib/protocol');
+const { text: { printable } } = require('../../lib/protocol');
 
 const OTHER = '(other)';
 const SESSION_STATES = Object.freeze(['connected', 'open', 'closing']);

@@ -17,7 +17,7 @@
 // than after the whole chunk.
 
 const { performance } = require('node:perf_hooks');
-const { MessageReader, DIRECTION } = require('../lib/protocol');
+const { MessageReader, DIRECTION } = require('../../lib/protocol');
 const { FrameTrace } = require('./frame-trace');
 
 // Module-level socket handlers: no closures per connection on the hot path.

@@ -11,14 +11,14 @@
 
 const cluster = require('node:cluster');
 const { AggregatorRegistry } = require('prom-client');
-const { Gateway } = require('./server');
+const { Gateway } = require('../server');
 const { Metrics } = require('./metrics');
 const { createAdminApp, listenAdmin } = require('./admin');
-const { createLogger } = require('../lib/logger');
-const { compileConfig } = require('./config');
+const { createLogger } = require('../../lib/logger');
+const { compileConfig } = require('../config');
 
-const { OperatorError } = require('../lib/errors');
-const { listenError } = require('./index');
+const { OperatorError } = require('../../lib/errors');
+const { listenError } = require('../index');
 
 const ASK = 'ged145:ask';
 const READY = 'ged145:ready';

@@ -6,8 +6,8 @@
 
 const {
   MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT, text: { NOT_WIRE_TEXT, toWireText },
-} = require('../lib/protocol');
-const { isObject, setOwn } = require('../lib/objects');
+} = require('../../lib/protocol');
+const { isObject, setOwn } = require('../../lib/objects');
 
 function toText(value, limit, field, notes) {
   if (value === undefined || value === null) return undefined;

@@ -5,11 +5,11 @@
 // URL template, headers, response mapping) or onto a JS module the user names.
 
 const path = require('node:path');
-const { closest } = require('../lib/closest');
-const { CODES } = require('../lib/errors');
+const { closest } = require('../../lib/closest');
+const { CODES } = require('../../lib/errors');
 const {
   CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker,
-} = require('./availability-config');
+} = require('./availability');
 
 const DEFAULT_AVAILABILITY = Object.freeze({ fallback: null, cache: null, breaker: BREAKER_DEFAULTS });
 

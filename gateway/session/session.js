@@ -5,7 +5,7 @@
 // Invariant: every request read from the router gets exactly one reply, unless the socket itself
 // is gone (then its backend calls are aborted and nothing is written). The socket side (reading,
 // writing, timers, the lingering close) is in router-link.js, the bookkeeping of queries in
-// flight in inflight.js, reply bytes in reply.js, what a log line shows of a query in redact.js.
+// flight in inflight.js, reply bytes in answer/writer.js, what a log line shows of a query in redact.js.
 // What is left is one state machine with a short handler per message type and per backend
 // outcome; it is longer than 300 lines because OPEN alone has five ways to end (version, DES
 // asked without a key, a bad key, DES required, no session slot), each with its own status and log.
@@ -13,7 +13,7 @@
 // What a Session needs from its gateway (server.js, or a test double):
 //   config            the validated config (limits, deadlineMs, protocol.versions, duplicates, des, log)
 //   log, metrics      a winston logger and a Metrics
-//   resolver          .resolve(query, signal, pending) -> Promise<outcome> (resolver.js), never
+//   resolver          .resolve(query, signal, pending) -> Promise<outcome> (backend/availability.js), never
 //                     rejects in practice; .atDeadline(pending) -> a stale or fallback outcome, or null.
 //                     Read per query, so a reload (SIGHUP) applies to new queries only.
 //   draining          true while shutting down: new queries get E_AG_HOST_OFFLINE
@@ -25,14 +25,14 @@
 const { performance } = require('node:perf_hooks');
 const {
   serialize, STATUS, MESSAGE_TYPES: T, des, EncodeError,
-} = require('../lib/protocol');
+} = require('../../lib/protocol');
 const { RouterLink, SLICE_FRAMES } = require('./router-link');
-const { DEADLINE, DEADLINE_LATE } = require('./engines/errors');
-const { messageOf } = require('../lib/errors');
+const { DEADLINE, DEADLINE_LATE } = require('../backend/engines/errors');
+const { messageOf } = require('../../lib/errors');
 const { InFlight } = require('./inflight');
-const { ReplyWriter } = require('./reply');
+const { ReplyWriter } = require('../answer/writer');
 const { describeQuery } = require('./redact');
-const { LogThrottle } = require('./log-throttle');
+const { LogThrottle } = require('../../lib/log-throttle');
 
 let nextSessionId = 1;
 /** A deadline timer firing later than this means the event loop was busy (see expire). */

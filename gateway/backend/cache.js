@@ -14,10 +14,10 @@
 // there, logged, and the query goes to the backend, whose answer takes its place.
 
 const { LRUCache } = require('lru-cache');
-const { LogThrottle } = require('./log-throttle');
-const { fillAnswer } = require('./answer');
-const { ReplyWriter } = require('./reply');
-const { isObject } = require('../lib/objects');
+const { LogThrottle } = require('../../lib/log-throttle');
+const { fillAnswer } = require('../answer/fit');
+const { ReplyWriter } = require('../answer/writer');
+const { isObject } = require('../../lib/objects');
 
 const REDIS_TIMEOUT_MS = 25; // a Redis answer later than this is not worth the router's deadline
 const KEY_PREFIX = 'ged145:answer:';
