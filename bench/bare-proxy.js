@@ -10,7 +10,7 @@ const {
   MessageReader, serialize, MESSAGE_TYPES: T, DIRECTION, STATUS,
 } = require('../lib/protocol');
 const { createEngine } = require('../gateway/backend/engines');
-const { queryJson } = require('../gateway/config/routes');
+const { queryJson } = require('../gateway/backend/request');
 
 const origin = new URL(process.argv[2]).origin;
 const engine = createEngine('undici', { connections: 64, maxResponseBytes: 65536 });

@@ -7,7 +7,7 @@
 
 const { performance } = require('node:perf_hooks');
 const { createEngine } = require('../gateway/backend/engines');
-const { queryJson } = require('../gateway/config/routes');
+const { queryJson } = require('../gateway/backend/request');
 const { newHistogram } = require('../simulator/stats');
 const { QUERY } = require('./harness');
 

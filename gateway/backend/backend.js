@@ -9,7 +9,7 @@
 const { performance } = require('node:perf_hooks');
 const {
   queryJson, fillTemplate, encodeSegment, jsonPath, mapResponse, PlaceholderError,
-} = require('../config/routes');
+} = require('./request');
 const { createEngine } = require('./engines');
 const { asAbortSignal } = require('./abort');
 const { text: { printable } } = require('../../lib/protocol');

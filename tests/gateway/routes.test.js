@@ -10,9 +10,8 @@ const fc = require('fast-check');
 const { STATUS } = require('../../lib/protocol');
 const { WireClient } = require('../helpers/wire');
 const { startStack, startTestBackend } = require('../helpers/stack');
-const {
-  parseTemplate, fillTemplate, compileRoute, PlaceholderError,
-} = require('../../gateway/config/routes');
+const { parseTemplate, fillTemplate, PlaceholderError } = require('../../gateway/backend/request');
+const { compileRoute } = require('../../gateway/config/routes');
 const { loadConfig } = require('../../gateway/config');
 
 describe('route templates', () => {
