@@ -10,7 +10,7 @@ const { OperatorError } = require('../lib/errors');
 const { createLogger } = require('../lib/logger');
 const { serialize, STATUS, profile: { setProfile } } = require('../lib/protocol');
 const { Session } = require('./session/session');
-const { QueryResolver } = require('./backend/availability');
+const { QueryResolver } = require('./backend');
 const { Metrics } = require('./ops/metrics');
 const { warmUp } = require('./ops/warmup');
 

@@ -52,7 +52,21 @@ class QuerySignal {
   }
 }
 
+/**
+ * The reason a session aborts a request whose deadline fired (abort(DEADLINE)), so that the
+ * backend's health and breaker can count it as the origin's failure; an abort for any other
+ * reason (the router went away) is not the backend's fault. DEADLINE_LATE: the deadline timer
+ * fired late, so the event loop was busy and an answer may have been waiting unread: no evidence
+ * against the backend (breakers.js).
+ */
+const DEADLINE_CODE = 'ERR_GED145_DEADLINE';
+const DEADLINE = Object.freeze(Object.assign(new Error('query deadline'), { code: DEADLINE_CODE, late: false }));
+const DEADLINE_LATE = Object.freeze(Object.assign(new Error('query deadline'), { code: DEADLINE_CODE, late: true }));
+const isDeadline = (reason) => reason !== undefined && reason !== null && reason.code === DEADLINE_CODE;
+
 /** The AbortSignal to hand on to code that expects one (undefined stays undefined). */
 const asAbortSignal = (signal) => (signal instanceof QuerySignal ? signal.toAbortSignal() : signal);
 
-module.exports = { QuerySignal, asAbortSignal };
+module.exports = {
+  QuerySignal, asAbortSignal, DEADLINE, DEADLINE_LATE, isDeadline,
+};

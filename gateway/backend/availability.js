@@ -11,6 +11,11 @@
 
 const { Backend } = require('./backend');
 const { AnswerCache, cacheKey } = require('./cache');
+const {
+  KIND, REASON, ok, hostError,
+} = require('./outcome');
+
+const AT_DEADLINE = Object.freeze(hostError(REASON.DEADLINE, 'deadline'));
 
 class QueryResolver {
   /** cache: an AnswerCache to keep (a reload with the same cache settings keeps its entries). */
@@ -51,14 +56,14 @@ class QueryResolver {
         const age = Date.now() - entry.storedAt;
         if (age <= s.cache.ttlMs) {
           this.count('hit');
-          return { kind: 'ok', answer: entry.answer, source: 'cache' };
+          return ok(entry.answer, 'cache');
         }
         if (age <= s.cache.ttlMs + s.cache.staleIfErrorMs) state.stale = entry.answer;
       }
       this.count('miss');
     }
     const outcome = await this.backend.call(q, signal, p.deadlineAt);
-    if (outcome.kind === 'ok') {
+    if (outcome.kind === KIND.OK) {
       if (key !== null) this.cache.set(key, outcome.answer, s.cache.ttlMs + s.cache.staleIfErrorMs);
       return outcome;
     }
@@ -72,19 +77,19 @@ class QueryResolver {
 
   /** A stale or fallback outcome in place of a failed one, or null when there is none (or it is no failure of the backend). */
   instead(outcome, state) {
-    if (state === undefined || outcome.reason === 'aborted') return null;
-    if (outcome.kind === 'app_error' && !(state.fallback && state.fallback.on4xx)) return null;
+    if (state === undefined || outcome.reason === REASON.ABORTED) return null;
+    if (outcome.kind === KIND.APP_ERROR && !(state.fallback && state.fallback.on4xx)) return null;
     if (state.stale !== undefined) {
       this.count('stale');
-      return { kind: 'ok', answer: state.stale, source: 'stale' };
+      return ok(state.stale, 'stale');
     }
-    if (state.fallback) return { kind: 'ok', answer: state.fallback.answer, source: 'fallback' };
+    if (state.fallback) return ok(state.fallback.answer, 'fallback');
     return null;
   }
 
   /** At the deadline, with the backend still silent: a stale or fallback outcome now, or null. */
   atDeadline(p) {
-    return this.instead({ kind: 'host_error', reason: 'deadline' }, p.availability);
+    return this.instead(AT_DEADLINE, p.availability);
   }
 
   count(result) {

@@ -1,10 +1,7 @@
 'use strict';
 
-// Turns one QUERY_REQ into one backend call and classifies the result:
-//   {kind: 'ok', answer}            -> QUERY_RESP status 0
-//   {kind: 'app_error', text}       -> FAILURE_CONF E_AG_HOST_ERROR2 (a 4xx, or a module's refusal)
-//   {kind: 'host_error', reason, text} -> FAILURE_CONF E_AG_HOST_ERROR1 (5xx, bad JSON, unreachable, ...)
-// It never throws: every path ends in one of the three.
+// Turns one QUERY_REQ into one backend call and classifies the result as an outcome (outcome.js:
+// ok, app_error, host_error). It never throws: every path ends in one of the three.
 
 const { performance } = require('node:perf_hooks');
 const {
@@ -17,17 +14,13 @@ const { BackendHealth } = require('./health');
 const { Breakers } = require('./breakers');
 const { LogThrottle } = require('../../lib/log-throttle');
 const { messageOf } = require('../../lib/errors');
+const {
+  ok, appError, hostError, httpReason, REASON,
+} = require('./outcome');
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx', '6xx', '7xx', '8xx', '9xx']; // backend_responses_total{class}
-/**
- * blame: the outcome is evidence that the origin is failing (breakers.js, backend-health.js);
- * detail: what exactly happened, for logs and /health ("ECONNREFUSED 127.0.0.1:3999").
- */
-const hostError = (reason, text, blame = false, detail = null) => ({
-  kind: 'host_error', reason, text, blame, detail,
-});
 
 /**
  * Whether a failed request blames the origin. Gave up waiting (the query's deadline, a route's
@@ -38,14 +31,14 @@ const hostError = (reason, text, blame = false, detail = null) => ({
  */
 function blames(err, budgetMs) {
   switch (err.reason) {
-    case 'aborted': return false;
-    case 'deadline': case 'timeout': return !err.late && err.onWireMs >= budgetMs / 2;
+    case REASON.ABORTED: return false;
+    case REASON.DEADLINE: case REASON.TIMEOUT: return !err.late && err.onWireMs >= budgetMs / 2;
     default: return true;
   }
 }
 
 /** A request that surely never reached the backend (the connection was never made): safe to send again. */
-const NOT_SENT = new Set(['unreachable']);
+const NOT_SENT = new Set([REASON.UNREACHABLE]);
 
 class Backend {
   /** log and metrics are optional (the warm-up runs without them). */
@@ -95,7 +88,7 @@ class Backend {
       if (!(err instanceof PlaceholderError)) throw err;
       const n = this.throttle.hit('placeholder');
       if (n && this.log) this.log.warn(`query refused before the backend: ${err.message}`, { subtype: logText(q.subtype), invokeId: q.invokeId, count: n });
-      return { kind: 'app_error', text: err.message, reason: 'bad-placeholder' };
+      return appError(err.message, REASON.BAD_PLACEHOLDER);
     }
   }
 
@@ -114,7 +107,7 @@ class Backend {
    * origin (refused, unresolvable) goes to the next one while retry.minRemainingMs of the deadline is left.
    */
   async callContract(q, signal, deadlineAt) {
-    if (this.targets.length === 0) return hostError('no-backend', 'no backend configured');
+    if (this.targets.length === 0) return hostError(REASON.NO_BACKEND, 'no backend configured');
     const body = JSON.stringify(queryJson(q));
     const suffix = q.subtype === undefined ? '/query' : `/query/${encodeSegment('subtype', q.subtype)}`;
     const order = this.candidates();
@@ -157,25 +150,24 @@ class Backend {
     request.signal = AbortSignal.any([asAbortSignal(signal), AbortSignal.timeout(route.timeoutMs)]);
     request.timeoutMs = route.timeoutMs;
     const outcome = await this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
-    if (outcome.reason === 'timeout') return hostError('timeout', `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
+    if (outcome.reason === REASON.TIMEOUT) return hostError(REASON.TIMEOUT, `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
     return outcome;
   }
 
   async callModule(route, q, signal) {
     try {
       const answer = await route.handle(queryJson(q), { signal: asAbortSignal(signal) });
-      if (answer === null || typeof answer !== 'object') return { kind: 'ok', answer: {} };
-      return { kind: 'ok', answer };
+      return ok(answer === null || typeof answer !== 'object' ? {} : answer);
     } catch (err) {
-      if (signal.aborted) return hostError('aborted', 'backend aborted');
+      if (signal.aborted) return hostError(REASON.ABORTED, 'backend aborted');
       const status = err && Number(err.status || err.statusCode);
-      if ((err && err.appError) || (status >= 400 && status < 500)) return { kind: 'app_error', text: String(err.message || 'rejected') };
+      if ((err && err.appError) || (status >= 400 && status < 500)) return appError(String(err.message || 'rejected'));
       // The handler's own words stay in the host's log; the router gets E_AG_HOST_ERROR1.
       const n = this.throttle.hit('module-error');
       if (n && this.log) this.log.error(
         `handler module failed: ${messageOf(err)}`, { module: route.file, subtype: logText(q.subtype), invokeId: q.invokeId, count: n }
       );
-      return hostError('module-error', 'handler module failed');
+      return hostError(REASON.MODULE_ERROR, 'handler module failed');
     }
   }
 
@@ -185,12 +177,12 @@ class Backend {
     try {
       res = await this.engine.request(request);
     } catch (err) {
-      const reason = err.reason || 'error';
-      const blame = blames(err, reason === 'timeout' ? request.timeoutMs : this.deadlineMs);
+      const reason = err.reason || REASON.ERROR;
+      const blame = blames(err, reason === REASON.TIMEOUT ? request.timeoutMs : this.deadlineMs);
       const detail = err.detail ? `${err.detail} (${request.origin})` : null;
       if (blame) this.health.failure(detail ? `${reason}: ${err.detail}` : reason);
-      if (reason !== 'aborted' && this.metrics) this.metrics.observeBackend('error', null);
-      return hostError(reason, `backend ${reason}`, blame, detail);
+      if (reason !== REASON.ABORTED && this.metrics) this.metrics.observeBackend('error', null);
+      return hostError(reason, `backend ${reason.replace(/_/g, ' ')}`, blame, detail);
     }
     const { status, text } = res;
     if (this.metrics) this.metrics.observeBackend(STATUS_CLASSES[Math.floor(status / 100)] || 'other', (performance.now() - started) / 1000);
@@ -201,20 +193,20 @@ class Backend {
         json = JSON.parse(text);
       } catch {
         this.health.failure('bad JSON');
-        return hostError('bad-json', 'backend answered with a body that is not JSON', true);
+        return hostError(REASON.BAD_JSON, 'backend answered with a body that is not JSON', true);
       }
       if (json === null || typeof json !== 'object' || Array.isArray(json)) {
         this.health.failure('bad JSON');
-        return hostError('bad-json', 'backend answered with JSON that is not an object', true);
+        return hostError(REASON.BAD_JSON, 'backend answered with JSON that is not an object', true);
       }
       this.health.success();
-      return { kind: 'ok', answer: mapping ? mapResponse(mapping, json) : json };
+      return ok(mapping ? mapResponse(mapping, json) : json);
     }
     if (status >= 400 && status < 500) {
       this.health.success(); // a deliberate "no" is an answer
-      return { kind: 'app_error', text: appErrorText(text, errorPath, status), status };
+      return appError(appErrorText(text, errorPath, status), undefined, status);
     }
-    return hostError(`http-${status}`, `backend HTTP ${status}`, true);
+    return hostError(httpReason(status), `backend HTTP ${status}`, true);
   }
 
   close() {

@@ -11,13 +11,14 @@
 
 const { performance } = require('node:perf_hooks');
 const { Circuit, REFUSED } = require('./circuit');
+const { KIND, REASON, hostError } = require('./outcome');
 
 const STATE_VALUES = Object.freeze({ closed: 0, 'half-open': 1, open: 2 });
-const CIRCUIT_OPEN = Object.freeze({ kind: 'host_error', reason: 'circuit-open', text: 'backend circuit open' });
+const CIRCUIT_OPEN = Object.freeze(hostError(REASON.CIRCUIT_OPEN, 'backend circuit open'));
 
 /** true: the origin failed; false: it answered; null: the outcome says nothing about it. */
 function verdict(outcome) {
-  if (outcome.kind !== 'host_error') return false;
+  if (outcome.kind !== KIND.HOST_ERROR) return false;
   return outcome.blame === true ? true : null;
 }
 
@@ -63,7 +64,7 @@ class Breakers {
     return entry !== null && entry.circuit.isOpen();
   }
 
-  /** Runs send() through the origin's circuit: its outcome, or a host_error 'circuit-open' at once. */
+  /** Runs send() through the origin's circuit: its outcome, or a host_error circuit_open at once. */
   async run(origin, send) {
     const entry = this.get(origin);
     if (entry === null) return send();

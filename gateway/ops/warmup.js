@@ -14,10 +14,10 @@ const net = require('node:net');
 const { once } = require('node:events');
 const { MessageReader, serialize, DIRECTION } = require('../../lib/protocol');
 const { Backend } = require('../backend/backend');
-const { QuerySignal } = require('../backend/abort');
+const { QuerySignal, QueryResolver } = require('../backend');
+const { KIND } = require('../backend/outcome');
 const { ReplyWriter } = require('../answer/writer');
 const { Metrics } = require('./metrics');
-const { QueryResolver } = require('../backend/availability');
 
 // Ten bursts of 500 rather than four of 400: the first router burst then cost the gateway 207 ms
 // of CPU instead of 240 (three runs each), for 0.6 s more of start (2.3 s in all).
@@ -47,7 +47,7 @@ async function warmUp(config, { queries = 2000, concurrency = 32 } = {}) {
   const one = async (q) => {
     const t0 = performance.now();
     const outcome = await backend.call(q, new QuerySignal()); // the signal a session gives
-    if (outcome.kind === 'ok') reply.queryResp(q, outcome.answer);
+    if (outcome.kind === KIND.OK) reply.queryResp(q, outcome.answer);
     metrics.observeQuery(q.subtype, 'ok', (performance.now() - t0) / 1000); // seconds, as the session records them
   };
   const pending = [];

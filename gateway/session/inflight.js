@@ -12,7 +12,7 @@
 // looks at every query (`ordered` false).
 
 const { performance } = require('node:perf_hooks');
-const { QuerySignal } = require('../backend/abort');
+const { QuerySignal } = require('../backend');
 
 /** One query in flight: when it is due, and the signal that aborts its backend call. */
 class PendingQuery {

@@ -24,13 +24,15 @@
 
 const { performance } = require('node:perf_hooks');
 const {
-  serialize, STATUS, MESSAGE_TYPES: T, des, EncodeError,
+  serialize, STATUS, MESSAGE_TYPES: T, des,
 } = require('../../lib/protocol');
 const { RouterLink, SLICE_FRAMES } = require('./router-link');
-const { DEADLINE, DEADLINE_LATE } = require('../backend/engines/errors');
-const { messageOf } = require('../../lib/errors');
+const { DEADLINE, DEADLINE_LATE } = require('../backend');
+const {
+  LABEL, isAnswered, hostError, REASON,
+} = require('../backend/outcome');
 const { InFlight } = require('./inflight');
-const { ReplyWriter } = require('../answer/writer');
+const { Replies } = require('./reply');
 const { describeQuery } = require('./redact');
 const { LogThrottle } = require('../../lib/log-throttle');
 
@@ -39,10 +41,6 @@ let nextSessionId = 1;
 const TIMER_LAG_MS = 25;
 /** A session that stopped reading (held requests past limits.maxQueuedBytes) reads again at this fraction of it. */
 const RESUME_FRACTION = 0.5;
-/** Metrics outcomes of QUERY_RESP answers that did not come from the backend just now. */
-const SOURCE_LABELS = Object.freeze({
-  cache: 'cached', stale: 'stale', fallback: 'fallback',
-});
 /** Messages that change how the frames after them are read (state, cipher): decoding waits for them. */
 const BARRIERS = new Set([T.OPEN_REQ, T.CLOSE_REQ]);
 
@@ -76,7 +74,7 @@ class Session {
     this.encrypted = false;
     this.idleTimeoutMs = 0;
     this.inflight = new InFlight({ onDeadline: (p, lateMs) => this.expire(p, lateMs), metrics: this.metrics });
-    this.reply = new ReplyWriter({ maxBody: this.limits.maxMessageLength });
+    this.reply = new Replies(this, this.limits.maxMessageLength);
     this.closeWaiters = [];
     this.ending = null; // {reason, last} once we decided to close: what is in flight is answered first
     this.peerEnded = false; // the router half-closed: end once every request it sent is answered
@@ -341,11 +339,11 @@ class Session {
     }
     this.counters.queries++;
     if (this.gateway.draining) {
-      this.finishQuery(null, q, 'draining', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_OFFLINE, 'host is shutting down'));
+      this.finishQuery(null, q, LABEL.DRAINING, this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_OFFLINE, 'host is shutting down'));
       return;
     }
     if (q.duplicate && this.answerDuplicatesEmpty) {
-      this.finishQuery(null, q, 'duplicate', serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
+      this.finishQuery(null, q, LABEL.DUPLICATE, serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
       return;
     }
     const { resolver, config } = this.gateway;
@@ -361,7 +359,7 @@ class Session {
     if (this.debug) this.log.debug('query', describeQuery(q, this.id, this.redact));
     resolver.resolve(q, p.signal, p).then(
       (outcome) => this.complete(p, outcome),
-      (err) => this.complete(p, { kind: 'host_error', reason: 'internal', text: 'internal error', err }),
+      (err) => this.complete(p, { ...hostError(REASON.INTERNAL, 'internal error'), err }),
     );
   }
 
@@ -369,64 +367,8 @@ class Session {
 
   complete(p, outcome) {
     if (!this.inflight.settle(p)) return; // the deadline answered it already, or the router went away
-    let reply;
-    let label;
-    try {
-      [label, reply] = this.replyFor(p.query, outcome);
-    } catch (err) {
-      // Whatever the answer held (a throwing getter, a Proxy), it costs this query, never the process.
-      const n = this.throttle.hit('answer-error');
-      if (n) this.log.error(
-        'could not turn the backend answer into a reply',
-        { session: this.id, invokeId: p.query.invokeId, subtype: p.query.subtype, error: messageOf(err), count: n }
-      );
-      label = 'host_error';
-      reply = this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded');
-    }
+    const [label, reply] = this.reply.forOutcome(p.query, outcome);
     this.finishQuery(p, p.query, label, reply);
-  }
-
-  /** [metrics outcome, reply bytes] for a backend outcome. */
-  replyFor(q, outcome) {
-    switch (outcome.kind) {
-      case 'ok': return this.answerReply(q, outcome.answer, SOURCE_LABELS[outcome.source] || 'ok');
-      case 'app_error': return ['app_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, outcome.text)];
-      default: {
-        if (outcome.err) {
-          const n = this.throttle.hit('internal');
-          if (n) this.log.error('internal error while answering a query', { session: this.id, error: messageOf(outcome.err), count: n });
-        }
-        if (this.debug) this.log.debug('backend failed', { session: this.id, invokeId: q.invokeId, reason: outcome.reason, cause: outcome.detail });
-        const label = outcome.reason === 'aborted' ? 'aborted' : 'host_error';
-        return [label, this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, outcome.text)];
-      }
-    }
-  }
-
-  answerReply(q, answer, label = 'ok') {
-    let built;
-    try {
-      built = this.reply.queryResp(q, answer);
-    } catch (err) {
-      if (!(err instanceof EncodeError)) throw err;
-      const n = this.throttle.hit('encode');
-      if (n) this.log.error('backend answer could not be encoded', { session: this.id, invokeId: q.invokeId, error: err.message, count: n });
-      return ['host_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded')];
-    }
-    const { buf, notes } = built;
-    if (notes.length > 0) {
-      const n = this.throttle.hit('adjusted');
-      if (n) this.log.warn('backend answer adjusted to fit GED-145', { session: this.id, invokeId: q.invokeId, subtype: q.subtype, changes: notes, count: n });
-    }
-    if (buf === null) {
-      const n = this.throttle.hit('too-large');
-      if (n) this.log.error(
-        `backend answer does not fit one frame (limits.maxMessageLength ${this.limits.maxMessageLength}) even without ECC entries`,
-        { session: this.id, invokeId: q.invokeId, subtype: q.subtype, count: n }
-      );
-      return ['host_error', this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer too large for one message')];
-    }
-    return [label, buf];
   }
 
   expire(p, lateMs = 0) {
@@ -440,11 +382,11 @@ class Session {
     if (this.expiredToAbort.push(p) === 1) setImmediate(abortExpired, this);
     const instead = p.resolver.atDeadline(p);
     if (instead !== null) {
-      const [label, reply] = this.replyFor(p.query, instead);
+      const [label, reply] = this.reply.forOutcome(p.query, instead);
       this.finishQuery(p, p.query, label, reply);
       return;
     }
-    this.finishQuery(p, p.query, 'deadline',
+    this.finishQuery(p, p.query, LABEL.DEADLINE,
       this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${p.deadlineMs} ms`));
   }
 
@@ -452,7 +394,7 @@ class Session {
     const seconds = p === null ? 0 : p.elapsed();
     // First: the books can wait, the router cannot. An answer at the deadline leaves this tick.
     this.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
-    if (outcome === 'ok' || outcome === 'duplicate') this.counters.ok++;
+    if (isAnswered(outcome)) this.counters.ok++;
     else this.counters.failed++;
     this.metrics.observeQuery(q.subtype, outcome, seconds);
     if (p !== null) this.afterSettle();
@@ -535,12 +477,12 @@ class Session {
     this.clearOpenTimer();
     // Queries the router will get no answer to, because it went away: in flight, or waiting.
     let lost = this.inflight.size;
-    this.inflight.abortAll('lost_router_gone');
+    this.inflight.abortAll(LABEL.LOST);
     for (let i = this.backlogHead; i < this.backlog.length; i++) {
       const { msg } = this.backlog[i];
       if (msg.typeId !== T.QUERY_REQ) continue;
       lost++;
-      this.metrics.observeQuery(msg.subtype, 'lost_router_gone', 0);
+      this.metrics.observeQuery(msg.subtype, LABEL.LOST, 0);
     }
     this.backlog = [];
     this.backlogHead = 0;

@@ -284,7 +284,7 @@ describe('availability', function () {
       await wait(170);
       b.mode = 'ok';
       assert.equal((await c.ask({ subtype: 's' })).status, 0, 'the second probe succeeds');
-      assert.ok(stack.log.lines.some((l) => /the probe failed \(last: http-500\); next probe in 450 ms/.test(l.message)));
+      assert.ok(stack.log.lines.some((l) => /the probe failed \(last: http_500\); next probe in 450 ms/.test(l.message)));
     });
 
     it('a request that waited for a free backend connection past its deadline does not count against the backend', async () => {

@@ -142,7 +142,7 @@ describe('circuit policy (fake clock)', () => {
   it('verdict: what counts against an origin', () => {
     assert.equal(verdict({ kind: 'ok' }), false);
     assert.equal(verdict({ kind: 'app_error' }), false, 'a 4xx is an answer');
-    assert.equal(verdict({ kind: 'host_error', reason: 'http-503', blame: true }), true);
+    assert.equal(verdict({ kind: 'host_error', reason: 'http_503', blame: true }), true);
     assert.equal(verdict({ kind: 'host_error', reason: 'deadline', blame: false }), null, 'waited in the gateway');
     assert.equal(verdict({ kind: 'host_error', reason: 'aborted', blame: false }), null);
   });

@@ -6,8 +6,7 @@
 
 const assert = require('node:assert/strict');
 const { createEngine } = require('../../gateway/backend/engines');
-const { DEADLINE } = require('../../gateway/backend/engines/errors');
-const { QuerySignal } = require('../../gateway/backend/abort');
+const { QuerySignal, DEADLINE } = require('../../gateway/backend/abort');
 const { startTestBackend } = require('../helpers/stack');
 
 describe('undici engine', () => {

@@ -1,17 +1,8 @@
 'use strict';
 
 const { CODES } = require('../../../lib/errors');
-
-/**
- * The reason a session aborts a request whose deadline fired (abort(DEADLINE)), so that the
- * backend's health and breaker can count it as the origin's failure; an abort for any other
- * reason (the router went away) is not the backend's fault. DEADLINE_LATE: the deadline timer
- * fired late, so the event loop was busy and an answer may have been waiting unread: no evidence
- * against the backend (breakers.js).
- */
-const DEADLINE_CODE = 'ERR_GED145_DEADLINE';
-const DEADLINE = Object.freeze(Object.assign(new Error('query deadline'), { code: DEADLINE_CODE, late: false }));
-const DEADLINE_LATE = Object.freeze(Object.assign(new Error('query deadline'), { code: DEADLINE_CODE, late: true }));
+const { isDeadline } = require('../abort');
+const { REASON } = require('../outcome');
 
 /** Maps a low-level error to a stable reason. */
 function reasonOf(err, signal) {
@@ -19,17 +10,17 @@ function reasonOf(err, signal) {
     // The query's deadline, or a route's timeoutMs (AbortSignal.timeout), is the backend's failure;
     // any other abort (the router went away) is not.
     const reason = signal.reason;
-    if (reason && reason.code === DEADLINE_CODE) return 'deadline';
-    if (reason && reason.name === 'TimeoutError') return 'timeout';
-    return 'aborted';
+    if (isDeadline(reason)) return REASON.DEADLINE;
+    if (reason && reason.name === 'TimeoutError') return REASON.TIMEOUT;
+    return REASON.ABORTED;
   }
   const code = err && (err.code || (err.cause && err.cause.code));
   switch (code) {
-    case 'UND_ERR_ABORTED': case 'ABORT_ERR': case 'ERR_CANCELED': return 'aborted';
-    case 'UND_ERR_RES_EXCEEDED_MAX_SIZE': case 'ERR_BAD_RESPONSE': case 'ERR_FR_MAX_BODY_LENGTH_EXCEEDED': return 'too-large';
-    case 'ECONNREFUSED': case 'ENOTFOUND': case 'EHOSTUNREACH': case 'ENETUNREACH': case 'EAI_AGAIN': case 'UND_ERR_CONNECT_TIMEOUT': return 'unreachable';
-    case 'ECONNRESET': case 'UND_ERR_SOCKET': case 'EPIPE': case 'UND_ERR_CLOSED': return 'reset';
-    default: return 'error';
+    case 'UND_ERR_ABORTED': case 'ABORT_ERR': case 'ERR_CANCELED': return REASON.ABORTED;
+    case 'UND_ERR_RES_EXCEEDED_MAX_SIZE': case 'ERR_BAD_RESPONSE': case 'ERR_FR_MAX_BODY_LENGTH_EXCEEDED': return REASON.TOO_LARGE;
+    case 'ECONNREFUSED': case 'ENOTFOUND': case 'EHOSTUNREACH': case 'ENETUNREACH': case 'EAI_AGAIN': case 'UND_ERR_CONNECT_TIMEOUT': return REASON.UNREACHABLE;
+    case 'ECONNRESET': case 'UND_ERR_SOCKET': case 'EPIPE': case 'UND_ERR_CLOSED': return REASON.RESET;
+    default: return REASON.ERROR;
   }
 }
 
@@ -67,5 +58,5 @@ class EngineError extends Error {
 }
 
 module.exports = {
-  reasonOf, causeOf, EngineError, DEADLINE, DEADLINE_LATE,
+  reasonOf, causeOf, EngineError,
 };

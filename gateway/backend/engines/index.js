@@ -6,7 +6,7 @@
 //     to a library passes asAbortSignal(signal).
 //   engine.close()
 // A failed request rejects with an Error whose `reason` is one of:
-//   'aborted' (deadline or router gone), 'too-large', 'unreachable', 'reset', 'error'.
+//   'aborted' (deadline or router gone), 'too_large', 'unreachable', 'reset', 'error'.
 
 const ENGINES = {
   undici: () => require('./undici'),

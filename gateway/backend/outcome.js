@@ -1,0 +1,71 @@
+'use strict';
+
+// What became of a query, in one place: the three kinds an answer from the backend side can be,
+// the stable reasons a backend request fails for, and the `outcome` label every query is counted
+// under (ged145_queries_total, query_duration_seconds). The backend side builds outcomes with the
+// functions here; the session turns them into replies and labels with labelOf(). Labels and
+// reasons are snake_case, as Prometheus label values are.
+//
+//   ok(answer, source)      -> QUERY_RESP status 0 (source: undefined, 'cache', 'stale', 'fallback')
+//   appError(text, reason)  -> FAILURE_CONF E_AG_HOST_ERROR2 (a 4xx, or a module's refusal)
+//   hostError(reason, text) -> FAILURE_CONF E_AG_HOST_ERROR1 (5xx, bad JSON, unreachable, ...)
+
+const KIND = Object.freeze({ OK: 'ok', APP_ERROR: 'app_error', HOST_ERROR: 'host_error' });
+
+/** Why a backend request got no usable answer (hostError's reason; http_NNN for a status). */
+const REASON = Object.freeze({
+  UNREACHABLE: 'unreachable', // refused, no such host, connect timeout
+  RESET: 'reset', // the connection broke
+  TOO_LARGE: 'too_large', // the body was over backend.maxResponseBytes
+  ERROR: 'error', // any other transport failure
+  ABORTED: 'aborted', // the router went away: no failure of the backend
+  DEADLINE: 'deadline', // the query's deadline passed first
+  TIMEOUT: 'timeout', // the route's own timeoutMs passed first
+  BAD_JSON: 'bad_json', // a body that is not a JSON object
+  CIRCUIT_OPEN: 'circuit_open', // the origin's circuit is open: not asked
+  NO_BACKEND: 'no_backend',
+  MODULE_ERROR: 'module_error', // a handler module threw
+  BAD_PLACEHOLDER: 'bad_placeholder', // app error: a URL placeholder value unusable as a path segment
+  INTERNAL: 'internal', // a bug of ours, logged
+});
+const httpReason = (status) => `http_${status}`;
+
+/**
+ * Every `outcome` label, so that dashboards and tests can list them (docs/operations.md).
+ * lost_router_gone: the router closed with the query unanswered; draining: refused at shutdown.
+ */
+const LABEL = Object.freeze({
+  OK: 'ok', CACHED: 'cached', STALE: 'stale', FALLBACK: 'fallback', DUPLICATE: 'duplicate',
+  APP_ERROR: 'app_error', HOST_ERROR: 'host_error', DEADLINE: 'deadline', ABORTED: 'aborted',
+  DRAINING: 'draining', LOST: 'lost_router_gone',
+});
+const SOURCE_LABELS = Object.freeze({ cache: LABEL.CACHED, stale: LABEL.STALE, fallback: LABEL.FALLBACK });
+
+const ok = (answer, source) => (source === undefined ? { kind: KIND.OK, answer } : { kind: KIND.OK, answer, source });
+const appError = (text, reason = undefined, status = undefined) => ({
+  kind: KIND.APP_ERROR, text, reason, status,
+});
+/**
+ * blame: the outcome is evidence that the origin is failing (breakers.js, health.js);
+ * detail: what exactly happened, for logs and /health ("ECONNREFUSED 127.0.0.1:3999").
+ */
+const hostError = (reason, text, blame = false, detail = null) => ({
+  kind: KIND.HOST_ERROR, reason, text, blame, detail,
+});
+
+/** The metrics label of an outcome that reached a reply. */
+function labelOf(outcome) {
+  switch (outcome.kind) {
+    case KIND.OK: return outcome.source === undefined ? LABEL.OK : SOURCE_LABELS[outcome.source];
+    case KIND.APP_ERROR: return LABEL.APP_ERROR;
+    default: return outcome.reason === REASON.ABORTED ? LABEL.ABORTED : LABEL.HOST_ERROR;
+  }
+}
+
+const OK_LABELS = new Set([LABEL.OK, LABEL.DUPLICATE]);
+/** Whether a label counts as an answer the router can use, for a session's totals. */
+const isAnswered = (label) => OK_LABELS.has(label);
+
+module.exports = {
+  KIND, REASON, LABEL, httpReason, ok, appError, hostError, labelOf, isAnswered,
+};

@@ -1,0 +1,88 @@
+'use strict';
+
+// Outcome -> reply, for one session: which bytes the router gets for what the backend side
+// decided (backend/outcome.js), the `outcome` label it is counted under, and the log events on
+// the way (an answer adjusted to fit, one too large for a frame, an internal error). Whatever an
+// answer holds (a throwing getter, a Proxy), it costs that query a FAILURE_CONF, never the process.
+
+const { STATUS, EncodeError } = require('../../lib/protocol');
+const { messageOf } = require('../../lib/errors');
+const { ReplyWriter } = require('../answer/writer');
+const { KIND, LABEL, labelOf } = require('../backend/outcome');
+
+class Replies {
+  /** session: {id, log, throttle, debug} for the log lines; maxBody: limits.maxMessageLength. */
+  constructor(session, maxBody) {
+    this.session = session;
+    this.writer = new ReplyWriter({ maxBody });
+  }
+
+  setCipher(cipher) {
+    this.writer.setCipher(cipher);
+  }
+
+  failureConf(invokeId, status, text) {
+    return this.writer.failureConf(invokeId, status, text);
+  }
+
+  /** [label, reply bytes] for an outcome; never throws. */
+  forOutcome(q, outcome) {
+    try {
+      return this.build(q, outcome);
+    } catch (err) {
+      const s = this.session;
+      const n = s.throttle.hit('answer-error');
+      if (n) s.log.error(
+        'could not turn the backend answer into a reply',
+        { session: s.id, invokeId: q.invokeId, subtype: q.subtype, error: messageOf(err), count: n }
+      );
+      return [LABEL.HOST_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded')];
+    }
+  }
+
+  build(q, outcome) {
+    const s = this.session;
+    switch (outcome.kind) {
+      case KIND.OK: return this.answer(q, outcome.answer, labelOf(outcome));
+      case KIND.APP_ERROR: return [LABEL.APP_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, outcome.text)];
+      default: {
+        if (outcome.err) {
+          const n = s.throttle.hit('internal');
+          if (n) s.log.error('internal error while answering a query', { session: s.id, error: messageOf(outcome.err), count: n });
+        }
+        if (s.debug) s.log.debug('backend failed', { session: s.id, invokeId: q.invokeId, reason: outcome.reason, cause: outcome.detail });
+        return [labelOf(outcome), this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, outcome.text)];
+      }
+    }
+  }
+
+  /** QUERY_RESP for a backend answer, fitted to the tag and frame limits. */
+  answer(q, answer, label) {
+    const s = this.session;
+    let built;
+    try {
+      built = this.writer.queryResp(q, answer);
+    } catch (err) {
+      if (!(err instanceof EncodeError)) throw err;
+      const n = s.throttle.hit('encode');
+      if (n) s.log.error('backend answer could not be encoded', { session: s.id, invokeId: q.invokeId, error: err.message, count: n });
+      return [LABEL.HOST_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded')];
+    }
+    const { buf, notes } = built;
+    if (notes.length > 0) {
+      const n = s.throttle.hit('adjusted');
+      if (n) s.log.warn('backend answer adjusted to fit GED-145', { session: s.id, invokeId: q.invokeId, subtype: q.subtype, changes: notes, count: n });
+    }
+    if (buf === null) {
+      const n = s.throttle.hit('too-large');
+      if (n) s.log.error(
+        `backend answer does not fit one frame (limits.maxMessageLength ${this.writer.maxBody}) even without ECC entries`,
+        { session: s.id, invokeId: q.invokeId, subtype: q.subtype, count: n }
+      );
+      return [LABEL.HOST_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer too large for one message')];
+    }
+    return [label, buf];
+  }
+}
+
+module.exports = { Replies };
