@@ -3,8 +3,21 @@
 // ESLint (flat config): the recommended rules, a line length, and the habits STYLE.md asks for.
 // `npm run lint`; .ci/run runs it.
 
+const path = require('node:path');
 const js = require('@eslint/js');
 const globals = require('globals');
+const n = require('eslint-plugin-n');
+
+// Which way the parts depend (README, "Folders"). A require is matched by the file it resolves to.
+const at = (p) => path.join(__dirname, p);
+const NOT_PRODUCT = {
+  name: [at('simulator/**'), at('runner/**'), at('bench/**'), at('tests/**')],
+  message: 'the product never depends on the simulator, the runner, the benches or the tests.',
+};
+const QUERY_PATH_NO_CONFIG = { name: [at('gateway/config/**')], message: 'the query path gets compiled settings, never the config loader.' };
+const NO_OPS = { name: [at('gateway/ops/**')], message: 'ops/ (admin, metrics, cluster, warm-up) sits above the query path, not below it.' };
+const NO_SESSION = { name: [at('gateway/session/**')], message: 'only the server and ops/ know router sessions.' };
+const boundaries = (...rules) => ({ 'n/no-restricted-require': ['error', [NOT_PRODUCT, ...rules]] });
 
 module.exports = [
   { ignores: ['node_modules/', 'reports/', 'bench/results/', 'tools/wireshark/'] },
@@ -28,6 +41,28 @@ module.exports = [
       'no-control-regex': 'off',
     },
   },
+  { plugins: { n } },
+  { files: ['gateway/**/*.js', 'lib/**/*.js', 'rest-sim/**/*.js'], rules: boundaries() },
+  {
+    files: ['lib/**/*.js'],
+    rules: boundaries({ name: [at('gateway/**'), at('rest-sim/**')], message: 'lib/ is shared by every component and depends on none.' }),
+  },
+  {
+    // session/ reaches the backend side only through its entry and its outcome module.
+    files: ['gateway/session/**/*.js'],
+    rules: boundaries(QUERY_PATH_NO_CONFIG, NO_OPS, {
+      name: [at('gateway/backend/**'), `!${at('gateway/backend/index.js')}`, `!${at('gateway/backend/outcome.js')}`],
+      message: 'session/ reaches backend/ only through backend/index.js and backend/outcome.js.',
+    }),
+  },
+  { files: ['gateway/backend/**/*.js'], rules: boundaries(QUERY_PATH_NO_CONFIG, NO_OPS, NO_SESSION) },
+  {
+    files: ['gateway/answer/**/*.js'],
+    rules: boundaries(QUERY_PATH_NO_CONFIG, NO_OPS, NO_SESSION, {
+      name: [at('gateway/backend/**')], message: 'answer/ is a leaf: answers as GED-145 carries them.',
+    }),
+  },
+  { files: ['gateway/config/**/*.js'], rules: boundaries(NO_OPS, NO_SESSION) },
   {
     files: ['tests/**/*.js', 'eslint.config.js'],
     languageOptions: { globals: { ...globals.node, ...globals.mocha } },

@@ -6,7 +6,7 @@
 // one request made so its HTTP parser is compiled, binary-parser), doing nothing else
 // (`node bench/memory-floor.js libraries`). Prints its pid once settled, then idles until killed.
 
-const { holdYoungGeneration } = require('../gateway/ops/heap');
+const { holdYoungGeneration } = require('../lib/heap');
 
 async function main() {
   holdYoungGeneration(); // the gateway's own V8 settings, so only the libraries differ

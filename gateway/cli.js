@@ -1,6 +1,6 @@
 'use strict';
 
-const { holdYoungGeneration, applyMemorySettings } = require('./ops/heap');
+const { holdYoungGeneration, applyMemorySettings } = require('../lib/heap');
 const { OperatorError } = require('../lib/errors');
 const { numberFlag } = require('../lib/cli-flags');
 
@@ -54,7 +54,7 @@ const options = {
 const int = (values, key) => numberFlag(values, key, { int: true });
 
 async function main(values) {
-  holdYoungGeneration(); // before the gateway's modules load (gateway/ops/heap.js)
+  holdYoungGeneration(); // before the gateway's modules load (lib/heap.js)
   const { loadConfig } = require('./config');
   const { createLogger } = require('../lib/logger');
   // Kept for SIGHUP: a reload reads the same file, the environment and the same flags again.

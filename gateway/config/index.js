@@ -18,7 +18,7 @@ const {
   BREAKER_DEFAULTS, RETIRED_BREAKER_KEYS, RETRY_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry,
 } = require('./availability');
 const { ENGINE_NAMES } = require('../backend/engines');
-const { V8_MAX_SEMI_SPACE_MB } = require('../ops/heap');
+const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
 
 const DEFAULTS = Object.freeze({
   host: '0.0.0.0',
@@ -66,7 +66,7 @@ const DEFAULTS = Object.freeze({
   },
   workers: 1,
   shutdownTimeoutMs: 5000,
-  // V8 heap sizing the gateway sets for itself at start (gateway/ops/heap.js); read once, not on reload.
+  // V8 heap sizing the gateway sets for itself at start (lib/heap.js); read once, not on reload.
   memory: { youngGenerationMb: 8, heapGrowthPercent: 50 }, // why 8: docs/configuration.md
   warmup: true, // run synthetic queries through the code before listening (see gateway/ops/warmup.js)
   des: { keyFile: null, require: false }, // the DES private key: GED145_DES_KEY, or a file holding it; never logged

@@ -4,9 +4,9 @@
 // only what cannot cross a process boundary (route modules, the allowlist filter, the DES key) is
 // made again here, without validating a second time.
 
-const { holdYoungGeneration, applyMemorySettings } = require('./heap');
+const { holdYoungGeneration, applyMemorySettings } = require('../../lib/heap');
 
-holdYoungGeneration(); // before the gateway's modules load (gateway/ops/heap.js)
+holdYoungGeneration(); // before the gateway's modules load (lib/heap.js)
 // The primary coordinates Ctrl-C and reloads, from the first moment: a SIGINT to the whole group
 // during the start must not kill a worker half-way.
 process.on('SIGINT', () => {});

@@ -8,7 +8,12 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { errorsByKind } = require('../suites/common');
 
-const CHART_JS = path.join(path.dirname(require.resolve('chart.js')), 'chart.umd.min.js');
+/** Chart.js's browser bundle, the file its package.json publishes for CDNs (`unpkg`), not a path we guess. */
+function chartJsPath() {
+  const dir = path.join(path.dirname(require.resolve('chart.js')), '..');
+  return path.join(dir, JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).unpkg);
+}
+const CHART_JS = chartJsPath();
 
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
 

@@ -1,6 +1,6 @@
 'use strict';
 
-// gateway/ops/heap.js in real Node processes: the young generation holds 1 MB per semi-space when
+// lib/heap.js in real Node processes: the young generation holds 1 MB per semi-space when
 // told so, grows to the configured cap and no further, and grows to V8's own 16 MB without a cap;
 // a gateway started by the CLI applies it to itself. Each process allocates short-lived garbage
 // with some survivors, which is what makes V8 grow the young generation. What heapGrowthPercent
@@ -14,7 +14,7 @@ const path = require('node:path');
 const { spawnCli } = require('../helpers/spawn');
 const { tmpDir } = require('../helpers/tmp');
 
-const HEAP = path.join(__dirname, '..', '..', 'gateway', 'ops', 'heap.js');
+const HEAP = path.join(__dirname, '..', '..', 'lib', 'heap.js');
 
 /** new_space size (MB, both semi-spaces) after churning the heap under the given settings. */
 function youngAfterChurn(settings) {
@@ -35,7 +35,7 @@ function youngAfterChurn(settings) {
   return Number(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }));
 }
 
-describe('gateway heap settings (gateway/ops/heap.js)', function () {
+describe('gateway heap settings (lib/heap.js)', function () {
   this.timeout(30_000);
 
   it('youngGenerationMb 1: the young generation keeps its starting 1 MB semi-spaces', () => {

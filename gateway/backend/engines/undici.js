@@ -1,9 +1,10 @@
 'use strict';
 
-// Pool alone, not require('undici'): the package index also loads fetch, WebSocket, EventSource, the
-// cache and mock agents, which the gateway never uses: about 4 MB of its RSS (docs/performance.md).
+// undici's public entry, not lib/dispatcher/pool: an internal path under a caret range may move in
+// any minor release. The index also loads fetch, WebSocket and the mock agents we never use; that
+// costs about 4 MB of RSS and 90 ms of start (docs/performance.md), once, for a path that cannot break.
 const { performance } = require('node:perf_hooks');
-const Pool = require('undici/lib/dispatcher/pool');
+const { Pool } = require('undici');
 const { reasonOf, EngineError } = require('./errors');
 
 /**
