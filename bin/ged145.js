@@ -11,6 +11,7 @@ const { CODES } = require('../lib/errors');
 
 const COMMANDS = {
   gateway: '../gateway/cli',
+  config: '../gateway/config/cli',
   'rest-sim': '../rest-sim/cli',
   router: '../simulator/cli',
   run: '../runner/cli',
@@ -87,8 +88,9 @@ async function main(argv) {
       case CODES.USAGE:
         fail(err.message, `ged145 ${name}`);
         break;
-      case CODES.OPERATOR: // expected (bad config, port in use): one line, no stack
-        process.stderr.write(`ged145 ${name}: ${err.message}\n`);
+      case CODES.OPERATOR: // expected (bad config, port in use): one line per problem, no stack
+      case CODES.CONFIG:
+        process.stderr.write(`${err.message.split('\n').map((line) => `ged145 ${name}: ${line}`).join('\n')}\n`);
         break;
       default: // a defect: the stack helps whoever reports it
         process.stderr.write(`ged145 ${name}: ${(err && err.stack) || err}\n`);

@@ -4,54 +4,40 @@ const { holdYoungGeneration, applyMemorySettings } = require('../lib/heap');
 const { OperatorError } = require('../lib/errors');
 const { numberFlag } = require('../lib/cli-flags');
 
+const { FLAGS, leaves } = require('./config/schema');
+
 const summary = 'the GED-145 application gateway host (answers ICM routers from a REST backend)';
+
+/** Flags that are not config keys. */
+const OWN_FLAGS = [
+  { name: 'config', arg: 'FILE', help: 'JSON config file (see docs/configuration.md; `ged145 config schema` for editors)' },
+  { name: 'embedded-backend', arg: null, help: 'with no backend configured, serve from a built-in REST simulator' },
+];
+const ALL_FLAGS = [OWN_FLAGS[0], ...FLAGS, OWN_FLAGS[1]];
+const line = (f) => {
+  const left = `  --${f.name}${f.arg ? ` ${f.arg}` : ''}`;
+  const dflt = f.dflt === undefined || f.dflt === null || f.dflt === false ? '' : ` (default ${f.dflt})`;
+  return `${left.padEnd(25)}${f.help}${dflt}`;
+};
+const ENV_NAMES = [...leaves()].map(([, n]) => n['x-env']).filter(Boolean);
+
 const usage = `usage: ged145 gateway [options]
 
-  --config FILE          JSON config file (see docs/configuration.md)
-  --port N               GED-145 port for the routers (default 5000)
-  --host ADDR            address to listen on (default 0.0.0.0)
-  --backend URL          REST backend base URL for the default query contract
-  --engine NAME          HTTP client: undici (default) or axios
-  --deadline MS          per-query deadline (default 250, below the router's 300)
-  --admin-port N         admin HTTP port: /health /ready /sessions /metrics (default 8080)
-  --workers N            worker processes sharing the port (default 1)
-  --log-level L          error | warn | info | debug (default info)
-  --log-file FILE        also write JSON log lines to FILE (rotated at 10 MB, 5 kept)
-  --redact               keep CLID, CED, CDPD, DN and variable values out of the logs
-  --trace-frames N       log the first N frames of each session each way, as hex and decoded
-  --embedded-backend     with no backend configured, serve from a built-in REST simulator
-  --des-key-file FILE    the DES private key for encrypted sessions (or GED145_DES_KEY)
-  --tls-cert FILE        listen with TLS: certificate (PEM)
-  --tls-key FILE         ... and its private key (PEM)
-  --tls-ca FILE          ... and require client certificates signed by this CA
+${ALL_FLAGS.map(line).join('\n')}
 
-Environment: GED145_PORT, GED145_HOST, GED145_BACKEND_URL, GED145_ENGINE, GED145_DEADLINE_MS,
-GED145_ADMIN_PORT, GED145_LOG_LEVEL, GED145_LOG_FILE, GED145_REDACT, GED145_WORKERS,
-GED145_DES_KEY (16 hex digits or 8 ASCII characters; never logged), GED145_DES_KEY_FILE.
+Environment: ${ENV_NAMES.join(', ').replace(/(.{1,90})(, |$)/g, (m, text, comma) => `${text}${comma ? ',\n' : ''}`)},
+GED145_DES_KEY (16 hex digits or 8 ASCII characters; never logged).
 Flags override the environment, which overrides the config file.
 `;
 
-const options = {
-  config: { type: 'string' },
-  port: { type: 'string' },
-  host: { type: 'string' },
-  backend: { type: 'string' },
-  engine: { type: 'string' },
-  deadline: { type: 'string' },
-  'admin-port': { type: 'string' },
-  workers: { type: 'string' },
-  'log-level': { type: 'string' },
-  'log-file': { type: 'string' },
-  redact: { type: 'boolean' },
-  'trace-frames': { type: 'string' },
-  'embedded-backend': { type: 'boolean' },
-  'des-key-file': { type: 'string' },
-  'tls-cert': { type: 'string' },
-  'tls-key': { type: 'string' },
-  'tls-ca': { type: 'string' },
-};
+const options = Object.fromEntries(ALL_FLAGS.map((f) => [f.name, { type: f.arg === null ? 'boolean' : 'string' }]));
 
-const int = (values, key) => numberFlag(values, key, { int: true });
+/** The config keys the flags set ({"backend.url": ...}), undefined for a flag not given. */
+function overridesOf(values) {
+  const out = {};
+  for (const f of FLAGS) out[f.key] = f.type === 'integer' ? numberFlag(values, f.name, { int: true }) : values[f.name];
+  return out;
+}
 
 async function main(values) {
   holdYoungGeneration(); // before the gateway's modules load (lib/heap.js)
@@ -60,23 +46,7 @@ async function main(values) {
   // Kept for SIGHUP: a reload reads the same file, the environment and the same flags again.
   const source = {
     file: values.config,
-    overrides: {
-      port: int(values, 'port'),
-      host: values.host,
-      'backend.url': values.backend,
-      'backend.engine': values.engine,
-      deadlineMs: int(values, 'deadline'),
-      'admin.port': int(values, 'admin-port'),
-      workers: int(values, 'workers'),
-      'log.level': values['log-level'],
-      'log.file': values['log-file'],
-      'log.redact': values.redact,
-      'log.traceFrames': int(values, 'trace-frames'),
-      'des.keyFile': values['des-key-file'],
-      'tls.cert': values['tls-cert'],
-      'tls.key': values['tls-key'],
-      'tls.ca': values['tls-ca'],
-    },
+    overrides: overridesOf(values),
   };
   const config = loadConfig(source);
   applyMemorySettings(config.memory);

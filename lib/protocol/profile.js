@@ -7,9 +7,8 @@
 // decoder's input, the serializer's output) translates, through the tables below. The default
 // profile is the identity. One profile per process: a gateway and its router speak one numbering.
 
-const { MESSAGE_TYPES, STATUS } = require('./constants');
+const { MESSAGE_TYPES, STATUS, MAX_UINT32 } = require('./constants');
 
-const MAX_UINT32 = 0xffffffff;
 
 const DEFAULT_PROFILE = Object.freeze({ messageTypes: MESSAGE_TYPES, status: STATUS });
 

@@ -66,7 +66,7 @@ describe('ged145 CLI', () => {
       ['a CA that is not PEM', [...gw, '--tls-cert', certs.serverCert, '--tls-key', certs.serverKey, '--tls-ca', path.join(dir, 'junk.pem')], /tls\.ca: .* is not a PEM file/],
       ['--host 999.1.1.1', ['gateway', '--backend', 'http://127.0.0.1:1', '--port', '0', '--admin-port', '0', '--host', '999.1.1.1'], /host '999\.1\.1\.1' is not a valid IPv4 address/],
       ['a missing route module', [...gw, '--config', path.join(dir, 'missing-module.json')], /routes\.x: cannot load module .*no-such-handler\.js: Cannot find module/],
-      ['a misspelt route key', [...gw, '--config', path.join(dir, 'typo.json')], /routes\.x: unknown key 'metod' \(did you mean 'method'\?\)/],
+      ['a misspelt route key', [...gw, '--config', path.join(dir, 'typo.json')], /unknown key 'routes\.x\.metod' \(did you mean 'routes\.x\.method'\?\)/],
       ['a log file in a missing directory', [...gw, '--log-file', path.join(dir, 'nope', 'gw.log')], /log file .* cannot be opened for writing: ENOENT \(directory .* does not exist\)/],
       ['a log file under /proc', [...gw, '--log-file', '/proc/ged145-test.log'], /log file \/proc\/ged145-test\.log cannot be opened for writing/],
       ['run against a port where nothing listens', ['run', 'speed', '--target', '127.0.0.1:1'], /no session opened: A 127\.0\.0\.1:1: connect failed: ECONNREFUSED/],

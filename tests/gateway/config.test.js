@@ -15,7 +15,7 @@ const load = (overrides, env = {}) => loadConfig({ env, overrides });
 
 describe('gateway config: refusals name the key', () => {
   const refused = [
-    [{ routes: { x: { url: 'http://h/x', respone: {} } } }, /routes\.x: unknown key 'respone' \(did you mean 'response'\?\)/],
+    [{ routes: { x: { url: 'http://h/x', respone: {} } } }, /unknown key 'routes\.x\.respone' \(did you mean 'routes\.x\.response'\?\)/],
     [{ routes: { x: { module: './m.js', url: 'http://h/' } } }, /routes\.x: unknown key 'url'/],
     [{ allowlist: ['10.0.0.1', 'router-a.example'] }, /allowlist entry 'router-a\.example' is not an IP address or CIDR range/],
     [{ allowlist: ['10.0.0.0/40'] }, /allowlist entry '10\.0\.0\.0\/40' has a bad prefix length/],

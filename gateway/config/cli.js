@@ -1,0 +1,42 @@
+'use strict';
+
+// `ged145 config schema` prints the configuration's JSON Schema (point a config file's "$schema"
+// at a saved copy for completion and checking in an editor); `ged145 config check FILE` reads
+// FILE as the gateway would at start, environment included, and prints every problem, one line
+// each, naming the key (exit 1), or that it is fine (exit 0).
+
+const { UsageError } = require('../../lib/errors');
+
+const summary = 'print the config file\'s JSON Schema, or check a config file as the gateway would';
+const usage = `usage: ged145 config schema          print the JSON Schema of the gateway's config file
+       ged145 config check FILE      check FILE (and the GED145_* environment) as a start would; exit 1 on a problem
+`;
+const options = {};
+
+async function main(values, positionals) {
+  const [what, file, ...rest] = positionals;
+  if (what === 'schema' && file === undefined) {
+    process.stdout.write(`${JSON.stringify(require('./index').configSchema(), null, 2)}\n`);
+    return;
+  }
+  if (what === 'check' && file !== undefined && rest.length === 0) {
+    const { loadConfig, ConfigError } = require('./index');
+    let config;
+    try {
+      config = loadConfig({ file });
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err; // unreadable, not JSON: one line from the CLI
+      process.stderr.write(err.problems.map((p) => `${file}: ${p}\n`).join(''));
+      process.exitCode = 1;
+      return;
+    }
+    const routes = config.compiledRoutes.size;
+    process.stdout.write(`${file}: ok (${routes} route${routes === 1 ? '' : 's'}; backend ${[].concat(config.backend.url ?? 'none').join(', ')})\n`);
+    return;
+  }
+  throw new UsageError(what === undefined ? 'config: schema or check FILE?' : `config: unknown '${positionals.join(' ')}' (schema, or check FILE)`);
+}
+
+module.exports = {
+  summary, usage, options, main, positionals: true,
+};

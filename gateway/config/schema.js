@@ -1,0 +1,322 @@
+'use strict';
+
+// The gateway's configuration as one JSON Schema: every key, its type, range and default. From it
+// come the defaults (defaultsOf), the GED145_* environment variables (`x-env`), the `ged145
+// gateway` flags and their usage lines (`x-flag`), and the validation with its messages (`x-must`
+// where "must be ..." needs more than the type and range say; validate.js). `ged145 config
+// schema` prints it without those x- annotations (publicSchema) for editors and other validators.
+// What a schema cannot say (a deadline below the router's timeout, a URL's shape, an allowlist
+// entry) is checked after it, in index.js.
+
+const {
+  DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32,
+} = require('../../lib/protocol');
+const { ENGINE_NAMES } = require('../backend/engines');
+const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
+
+const SCHEMA_URI = 'http://json-schema.org/draft-07/schema#';
+const SCHEMA_ID = 'https://ged145.invalid/schemas/gateway.json';
+
+const int = (minimum, maximum, dflt, extra = {}) => ({
+  type: 'integer', minimum, maximum, default: dflt, ...extra,
+});
+const bool = (dflt, extra = {}) => ({ type: 'boolean', default: dflt, ...extra });
+const oneOf = (values, dflt, extra = {}) => ({ enum: values, default: dflt, ...extra });
+const path = (extra = {}) => ({
+  type: ['string', 'null'], minLength: 1, default: null, 'x-must': 'must be a file path or null', ...extra,
+});
+const section = (description, properties, extra = {}) => ({
+  type: 'object', description, additionalProperties: false, properties, ...extra,
+});
+const flag = (name, arg, help) => ({ name, arg, help });
+
+/** Timers stay far below setTimeout's 2^31-1 ms, past which Node fires them after 1 ms. */
+const LIMITS = section('per-session and listener limits', {
+  maxMessageLength: int(1024, 1024 * 1024, DEFAULT_MAX_MESSAGE_LENGTH, { description: 'largest frame body read or written' }),
+  maxInFlight: int(1, 100_000, 1000, { description: 'queries in flight per session; the rest wait in order' }),
+  maxQueuedBytes: int(0, 1024 * 1024 * 1024, 1024 * 1024, {
+    description: 'bytes of queries waiting past maxInFlight per session; past it the socket is not read',
+  }),
+  maxOutboundBytes: int(4096, 1024 * 1024 * 1024, 1024 * 1024, { description: 'unread reply bytes per session; past it the router is disconnected' }),
+  maxSessions: int(1, 10_000, 64, { description: 'open sessions; further OPEN_REQs get E_AG_HOST_OFFLINE' }),
+  maxConnections: int(1, 100_000, 2048, { description: 'TCP connections' }),
+  openTimeoutMs: int(100, 600_000, 15_000, { description: 'a connection must send OPEN_REQ within this' }),
+  partialFrameTimeoutMs: int(100, 600_000, 10_000, { description: 'a started frame must complete within this' }),
+  defaultIdleTimeoutMs: int(1000, 24 * 60 * 60 * 1000, 60_000, { description: 'idle timeout when OPEN_REQ.IdleTimeout is 0 or out of range' }),
+  closeLingerMs: int(0, 60_000, 2000, { description: "after our FIN, how long to read and discard while waiting for the router's" }),
+  maxSubtypeLabels: int(0, 1000, 50, { description: 'metrics: subtype labels besides configured routes; the rest are "(other)"' }),
+});
+
+const answerProperties = {
+  vars: {
+    type: 'object',
+    propertyNames: { pattern: '^([1-9]|10)$' },
+    additionalProperties: { type: ['string', 'number', 'boolean'] },
+    'x-must': 'must be an object of peripheral variables 1..10',
+  },
+  ecc: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] } },
+  eccArrays: { type: 'array' },
+  ced: { type: ['string', 'number'] },
+  cdpd: { type: ['string', 'number'] },
+};
+
+const DEFINITIONS = {
+  fallback: {
+    type: ['object', 'null', 'boolean'],
+    description: 'an answer for when the backend fails, in the REST contract\'s response shape; null or false = none',
+    additionalProperties: false,
+    properties: { ...answerProperties, on4xx: bool(false, { description: 'also answer a 4xx with it' }) },
+    not: { const: true },
+    default: null,
+    'x-must': 'must be an answer object {"vars": {...}, "ecc": {...}} or null',
+  },
+  cache: {
+    type: ['object', 'null', 'boolean'],
+    description: 'the answer cache with serve-stale; null or false = off, true = these defaults',
+    additionalProperties: false,
+    properties: {
+      ttlMs: int(1, 86_400_000, 30_000, { description: 'a younger answer answers without the backend' }),
+      staleIfErrorMs: int(0, 7 * 86_400_000, 3_600_000, { description: 'past ttlMs, kept this much longer for when the backend fails' }),
+      maxEntries: int(1, 10_000_000, 100_000),
+      maxBytes: int(65_536, 64 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
+      key: {
+        type: 'array',
+        minItems: 1,
+        items: { type: 'string' },
+        default: ['subtype', 'clid'],
+        'x-must': 'must list request fields: subtype, clid, dn, ced, cdpd, routingClient, vars.N, ecc.NAME',
+      },
+      store: {
+        type: ['string', 'null'], pattern: '^rediss?://[^/]+', default: null, 'x-must': 'must be a redis://host:port URL or null',
+      },
+    },
+    default: null,
+    'x-must': 'must be an object or null',
+  },
+  breaker: {
+    type: ['object', 'null', 'boolean'],
+    description: 'a circuit breaker per backend origin; false or null = off',
+    additionalProperties: false,
+    properties: {
+      enabled: bool(true),
+      failureRatio: {
+        type: 'number', exclusiveMinimum: 0, maximum: 1, default: 0.5, 'x-must': 'must be a number above 0 and at most 1',
+      },
+      minimumCalls: int(1, 100_000, 20),
+      windowMs: int(100, 600_000, 1000),
+      halfOpenAfterMs: int(100, 600_000, 500),
+      maxHalfOpenAfterMs: int(100, 3_600_000, 2000),
+    },
+    'x-must': 'must be an object',
+  },
+};
+
+const ROUTE = {
+  type: 'object',
+  description: 'a REST call ({method, url, ...}), a module ({module}), or only its own fallback, cache or breaker',
+  additionalProperties: false,
+  properties: {
+    method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'get', 'post', 'put', 'patch', 'delete'] },
+    url: { type: 'string', description: 'URL template: {clid}, {vars.1}, {ecc.NAME}... in the path and query' },
+    headers: { type: 'object', additionalProperties: { type: 'string' } },
+    timeoutMs: { type: 'integer', minimum: 1 },
+    response: { type: 'object', additionalProperties: { type: 'string' }, description: '{"vars.1": "json.path", "ecc.NAME": "..."}' },
+    errorPath: { type: 'string' },
+    body: { enum: ['query', 'none'] },
+    module: { type: 'string', description: 'a JS module exporting (query, {signal}) => answer' },
+    fallback: { $ref: '#/definitions/fallback' },
+    cache: { $ref: '#/definitions/cache' },
+    breaker: { $ref: '#/definitions/breaker' },
+  },
+  'x-must': 'must be an object',
+};
+
+const intMap = (names, description) => ({
+  type: 'object',
+  description,
+  additionalProperties: false,
+  properties: Object.fromEntries(Object.entries(names).map(([k, v]) => [k, int(0, MAX_UINT32, v)])),
+});
+
+const SCHEMA = {
+  $schema: SCHEMA_URI,
+  $id: SCHEMA_ID,
+  title: 'ged145 gateway configuration',
+  description: 'docs/configuration.md. Defaults <- this file <- GED145_* environment <- command line flags.',
+  type: 'object',
+  additionalProperties: false,
+  definitions: DEFINITIONS,
+  properties: {
+    $schema: { type: 'string', description: 'the schema this file follows (`ged145 config schema` prints it), for editors' },
+    host: {
+      type: 'string', minLength: 1, default: '0.0.0.0', description: 'address the GED-145 listener binds',
+      'x-env': 'GED145_HOST', 'x-flag': flag('host', 'ADDR', 'address to listen on'), 'x-must': 'must be an address',
+    },
+    port: int(0, 65535, 5000, {
+      description: 'GED-145 port; 0 = any free port',
+      'x-env': 'GED145_PORT', 'x-flag': flag('port', 'N', 'GED-145 port for the routers'), 'x-must': 'must be a port number 0..65535',
+    }),
+    protocol: section('the protocol compatibility profile (docs/protocol.md)', {
+      versions: {
+        type: 'array', minItems: 1, items: { type: 'integer', minimum: 0, maximum: MAX_UINT32 }, default: [2],
+        'x-must': 'must be a non-empty list of version numbers',
+      },
+      messageTypes: intMap(MESSAGE_TYPES, 'the number on the wire of each message type'),
+      status: intMap(STATUS, 'the number on the wire of each status code'),
+    }),
+    deadlineMs: int(1, 60_000, 250, {
+      description: "per-query deadline; below routerRequestTimeoutMs",
+      'x-env': 'GED145_DEADLINE_MS', 'x-flag': flag('deadline', 'MS', "per-query deadline, below the router's 300"),
+      'x-must': 'must be an integer of milliseconds from 1 to 60000',
+    }),
+    routerRequestTimeoutMs: int(1, 600_000, 300, {
+      description: "the router's RequestTimeout", 'x-must': 'must be an integer of milliseconds from 1 to 600000',
+    }),
+    duplicates: oneOf(['forward', 'answer-empty'], 'forward', {
+      description: 'a query flagged Duplicate: forward it, or answer it empty without the backend', 'x-must': "must be 'forward' or 'answer-empty'",
+    }),
+    backend: section('the REST backend of the default query contract', {
+      url: {
+        type: ['string', 'null', 'array'], items: { type: 'string' }, minItems: 1, default: null,
+        description: 'base URL of the default contract, or a list of them (failover or balance)',
+        'x-env': 'GED145_BACKEND_URL', 'x-flag': flag('backend', 'URL', 'REST backend base URL for the default query contract'),
+        'x-must': 'must be an http:// or https:// URL (or a list of them)',
+      },
+      strategy: oneOf(['failover', 'balance'], 'failover', { 'x-must': "must be 'failover' or 'balance'" }),
+      engine: oneOf(ENGINE_NAMES, 'undici', {
+        'x-env': 'GED145_ENGINE', 'x-flag': flag('engine', 'NAME', `HTTP client: ${ENGINE_NAMES.join(' or ')}`),
+      }),
+      connections: int(1, 10_000, 64, { description: 'keep-alive connections per backend origin' }),
+      headers: {
+        type: 'object', additionalProperties: { type: 'string' }, default: {}, description: 'sent on every backend request; ${NAME} reads the environment',
+      },
+      maxResponseBytes: int(1, 64 * 1024 * 1024, 64 * 1024, { 'x-must': 'must be a positive integer' }),
+    }),
+    routes: {
+      type: 'object', additionalProperties: ROUTE, default: {}, description: 'per-subtype routes (docs/rest-contract.md)',
+      'x-must': 'must be an object of subtype -> route',
+    },
+    fallback: { $ref: '#/definitions/fallback' },
+    cache: { $ref: '#/definitions/cache' },
+    breaker: { $ref: '#/definitions/breaker' },
+    retry: section('a request that surely never reached the backend is tried again, on another origin', {
+      enabled: bool(true),
+      minRemainingMs: int(0, 60_000, 50),
+    }),
+    limits: LIMITS,
+    allowlist: {
+      type: 'array', items: { type: 'string' }, default: [], description: 'router addresses and CIDR ranges; empty = any',
+      'x-must': 'must be a list of addresses and CIDR ranges',
+    },
+    admin: section('the admin HTTP listener', {
+      host: {
+        type: 'string', default: '127.0.0.1',
+        'x-must': 'must be the address to serve /sessions and /metrics on (127.0.0.1, an internal address), not {value}',
+      },
+      port: {
+        type: ['integer', 'null'], minimum: 0, maximum: 65535, default: 8080, description: 'null = no admin listener',
+        'x-env': 'GED145_ADMIN_PORT', 'x-flag': flag('admin-port', 'N', 'admin HTTP port: /health /ready /sessions /metrics'),
+        'x-must': 'must be a port number or null',
+      },
+    }),
+    log: section('logging', {
+      level: oneOf(['error', 'warn', 'info', 'debug'], 'info', {
+        'x-env': 'GED145_LOG_LEVEL', 'x-flag': flag('log-level', 'L', 'error | warn | info | debug'), 'x-must': 'must be error, warn, info or debug',
+      }),
+      file: path({
+        'x-env': 'GED145_LOG_FILE', 'x-flag': flag('log-file', 'FILE', 'also write JSON log lines to FILE (rotated at 10 MB, 5 kept)'),
+      }),
+      redact: bool(false, {
+        'x-env': 'GED145_REDACT', 'x-flag': flag('redact', null, 'keep CLID, CED, CDPD, DN and variable values out of the logs'),
+      }),
+      console: bool(true),
+      traceFrames: int(0, 100_000, 0, {
+        'x-flag': flag('trace-frames', 'N', 'log the first N frames of each session each way, as hex and decoded'),
+      }),
+    }),
+    workers: int(1, 64, 1, {
+      'x-env': 'GED145_WORKERS', 'x-flag': flag('workers', 'N', 'worker processes sharing the port'),
+    }),
+    shutdownTimeoutMs: int(0, 600_000, 5000, { description: 'on SIGTERM, how long to wait for queries in flight' }),
+    memory: section('V8 heap sizing, read at start only', {
+      youngGenerationMb: int(1, V8_MAX_SEMI_SPACE_MB, 8, { 'x-must': `must be an integer from 1 to ${V8_MAX_SEMI_SPACE_MB} (MB)` }),
+      heapGrowthPercent: int(0, 1000, 50, { 'x-must': 'must be an integer from 0 (V8 decides) to 1000' }),
+    }),
+    warmup: bool(true, { description: 'run synthetic queries through the code before listening', 'x-env': 'GED145_WARMUP' }),
+    des: section('DES field encryption', {
+      keyFile: path({
+        'x-env': 'GED145_DES_KEY_FILE', 'x-flag': flag('des-key-file', 'FILE', 'the DES private key for encrypted sessions (or GED145_DES_KEY)'),
+      }),
+      require: bool(false, { description: 'refuse unencrypted sessions' }),
+    }),
+    tls: section('listen with TLS instead of plain TCP', {
+      cert: path({ 'x-flag': flag('tls-cert', 'FILE', 'listen with TLS: certificate (PEM)') }),
+      key: path({ 'x-flag': flag('tls-key', 'FILE', '... and its private key (PEM)') }),
+      ca: path({ 'x-flag': flag('tls-ca', 'FILE', '... and require client certificates signed by this CA') }),
+    }),
+  },
+};
+
+/** The node a property refers to, following a local $ref. */
+function deref(node) {
+  if (node && node.$ref) return DEFINITIONS[node.$ref.split('/').pop()];
+  return node;
+}
+
+/** The default value of a node: its own `default`, else an object of its properties' defaults. */
+function defaultsOf(node) {
+  const n = deref(node);
+  if (Object.hasOwn(n, 'default')) return structuredClone(n.default);
+  if (n.properties === undefined) return undefined;
+  const out = {};
+  for (const [k, child] of Object.entries(n.properties)) {
+    if (k === '$schema') continue;
+    const v = defaultsOf(child);
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+/** The defaults of a section whose own default is null or absent (cache, breaker: the settings when it is on). */
+function sectionDefaults(name) {
+  const n = deref(SCHEMA.properties[name]);
+  return Object.fromEntries(Object.entries(n.properties).map(([k, child]) => [k, defaultsOf(child)]));
+}
+
+/** Every [dotted key, node] of the schema, sections walked into (routes' and answers' keys are the user's). */
+function* leaves(node = SCHEMA, prefix = '') {
+  for (const [k, child] of Object.entries(deref(node).properties || {})) {
+    if (k === '$schema') continue;
+    const n = deref(child);
+    const key = `${prefix}${k}`;
+    if (n.properties !== undefined && k !== 'fallback' && k !== 'messageTypes' && k !== 'status') yield* leaves(n, `${key}.`);
+    else yield [key, n];
+  }
+}
+
+/** The schema as printed for editors and other validators: no x- annotations; env and flag in the description. */
+function publicSchema() {
+  const strip = (node) => {
+    if (Array.isArray(node)) return node.map(strip);
+    if (node === null || typeof node !== 'object') return node;
+    const out = {};
+    for (const [k, v] of Object.entries(node)) if (!k.startsWith('x-')) out[k] = k === 'properties' || k === 'definitions' ? mapValues(v, strip) : strip(v);
+    const how = [node['x-env'], node['x-flag'] && `--${node['x-flag'].name}`].filter(Boolean);
+    if (how.length > 0) out.description = `${out.description ? `${out.description} ` : ''}(${how.join(', ')})`;
+    return out;
+  };
+  return strip(SCHEMA);
+}
+/**
+ * The `ged145 gateway` flags that set a config key, from the x-flag annotations:
+ * {name, arg, help, key, type, dflt}; arg null for a switch.
+ */
+const FLAGS = Object.freeze([...leaves()].filter(([, n]) => n['x-flag']).map(([key, n]) => ({
+  ...n['x-flag'], key, type: [].concat(n.type || 'string')[0], dflt: n.default,
+})));
+
+const mapValues = (o, f) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
+
+module.exports = {
+  SCHEMA, SCHEMA_ID, FLAGS, defaultsOf, sectionDefaults, leaves, publicSchema, deref,
+};

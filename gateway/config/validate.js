@@ -1,0 +1,79 @@
+'use strict';
+
+// The schema's verdict on a layered configuration, as the operator reads it: one line per
+// problem, naming the key ("limits.maxInFlight must be an integer from 1 to 100000"), with
+// "did you mean" for a misspelt key and what replaced a retired one. ajv (as fastify uses it)
+// does the checking; this turns its errors into those lines.
+
+const Ajv = require('ajv');
+const { closest } = require('../../lib/closest');
+const { SCHEMA } = require('./schema');
+
+/** Keys an earlier version took (by their last two segments, so a route's breaker is covered too), and what replaced them. */
+const RETIRED = Object.freeze({
+  'breaker.consecutiveFailures': 'the circuit opens on a failure ratio (failureRatio, minimumCalls, windowMs; docs/configuration.md)',
+});
+
+let compiled = null;
+function validator() {
+  if (compiled === null) {
+    const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true });
+    ajv.addVocabulary(['x-env', 'x-flag', 'x-must']);
+    compiled = ajv.compile(SCHEMA);
+  }
+  return compiled;
+}
+
+const keyOf = (instancePath) => instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).join('.');
+const shown = (v) => (v === undefined ? 'nothing' : JSON.stringify(v));
+
+/** What a value must be, from its schema node. */
+function mustBe(node, value) {
+  if (node['x-must']) return node['x-must'].replace('{value}', shown(value));
+  const types = [].concat(node.type || []);
+  if (node.enum) return `must be one of ${node.enum.join(', ')}`;
+  if (types.includes('integer') && node.minimum !== undefined && node.maximum !== undefined) {
+    return `must be an integer from ${node.minimum} to ${node.maximum}${types.includes('null') ? ', or null' : ''}`;
+  }
+  if (types[0] === 'object' && node.properties !== undefined) return `must be an object of settings, not ${shown(value)}`;
+  if (types[0] === 'boolean') return 'must be true or false';
+  if (types[0] === 'string') return 'must be a string';
+  if (types[0] === 'object') return 'must be an object';
+  if (types[0] === 'array') return 'must be a list';
+  return `must be ${types.join(' or ')}`;
+}
+
+/**
+ * The problems of config c: [] when the schema accepts it, else one line per problem.
+ * sources: dotted key -> "GED145_PORT=70000", for a value the environment set.
+ */
+function schemaProblems(c, sources = {}) {
+  const validate = validator();
+  if (validate(c)) return [];
+  const lines = [];
+  const seen = new Set();
+  for (const e of validate.errors) {
+    if (e.keyword === 'additionalProperties') {
+      const parent = keyOf(e.instancePath);
+      const key = parent === '' ? e.params.additionalProperty : `${parent}.${e.params.additionalProperty}`;
+      const retired = Object.keys(RETIRED).find((r) => key === r || key.endsWith(`.${r}`));
+      if (retired) {
+        lines.push(`${key} is gone: ${RETIRED[retired]}`);
+        continue;
+      }
+      const guess = closest(e.params.additionalProperty, Object.keys(e.parentSchema.properties || {}));
+      lines.push(`unknown key '${key}'${guess ? ` (did you mean '${parent === '' ? '' : `${parent}.`}${guess}'?)` : ''}`);
+      continue;
+    }
+    const key = keyOf(e.instancePath);
+    // One line per key: a value of the wrong type also fails its range, its enum, its items.
+    if ([...seen].some((k) => key === k || key.startsWith(`${k}.`))) continue;
+    seen.add(key);
+    const node = e.parentSchema;
+    const what = e.keyword === 'propertyNames' ? `has a key ${shown(e.params.propertyName)}: ${mustBe(node)}` : mustBe(node, e.data);
+    lines.push(`${key} ${what}${sources[key] ? ` (from ${sources[key]})` : ''}`);
+  }
+  return lines;
+}
+
+module.exports = { schemaProblems, RETIRED };
