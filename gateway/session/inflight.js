@@ -38,10 +38,12 @@ class InFlight {
   /**
    * onDeadline(p, lateMs): called when a query's budget runs out, with p still unsettled, and how
    * long after its deadline that is (a busy event loop fires timers late); metrics: where
-   * abortAll counts the queries it drops (queries_in_flight is read from `size` at scrape time).
+   * abortAll counts the queries it drops (queries_in_flight is read from `size` at scrape time);
+   * now: the clock deadlines are read on (performance.now(); a test's own clock).
    */
-  constructor({ onDeadline, metrics }) {
+  constructor({ onDeadline, metrics, now = () => performance.now() }) {
     this.onDeadline = onDeadline;
+    this.now = now;
     this.metrics = metrics;
     this.queries = new Set(); // in arrival order
     this.timer = null;
@@ -60,7 +62,7 @@ class InFlight {
    * deadlineMs from then to be answered in.
    */
   add(query, deadlineMs, receivedAt) {
-    const now = performance.now();
+    const now = this.now();
     const p = new PendingQuery(query, receivedAt === undefined || receivedAt > now ? now : receivedAt);
     p.deadlineMs = deadlineMs;
     p.deadlineAt = p.start + deadlineMs;
@@ -105,7 +107,7 @@ class InFlight {
   expireDue() {
     this.timer = null;
     this.timerAt = Infinity;
-    const now = performance.now();
+    const now = this.now();
     let next = Infinity;
     for (const p of this.queries) {
       if (p.done) continue; // settled by an expiry before it in this loop

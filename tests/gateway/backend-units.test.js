@@ -1,0 +1,145 @@
+'use strict';
+
+// The backend side's parts alone: the availability policy (cache, backend, stale, fallback) with
+// a backend the test scripts, backend health on a fake clock, and the allowlist.
+
+const assert = require('node:assert/strict');
+const sinon = require('sinon');
+const { loadConfig } = require('../../gateway/config');
+const { QueryResolver } = require('../../gateway/backend');
+const { ok, appError, hostError, REASON } = require('../../gateway/backend/outcome');
+const { BackendHealth } = require('../../gateway/backend/health');
+const { compileAllowlist } = require('../../gateway/config/allowlist');
+
+const ANSWER = { vars: { 1: 'gold' } };
+const FALLBACK = { vars: { 1: 'default' } };
+
+function resolverWith(overrides, script) {
+  const config = loadConfig({ env: {}, overrides: { 'backend.url': 'http://127.0.0.1:9', ...overrides } });
+  const resolver = new QueryResolver(config);
+  const calls = [];
+  resolver.backend.call = async (q) => {
+    calls.push(q.invokeId);
+    return script(q);
+  };
+  return { resolver, calls };
+}
+const query = (invokeId, clid = '5551234') => ({ invokeId, subtype: 'cust', clid });
+const resolve = (resolver, q) => resolver.resolve(q, undefined, { deadlineAt: Infinity });
+
+describe('QueryResolver (unit, scripted backend)', () => {
+  let clock;
+  beforeEach(() => { clock = sinon.useFakeTimers({ now: 1_000_000, toFake: ['Date'] }); });
+  afterEach(async () => { clock.restore(); });
+
+  it('a fresh cached answer answers without the backend; a missing key field bypasses the cache', async () => {
+    const { resolver, calls } = resolverWith({ cache: { ttlMs: 1000 } }, () => ok(ANSWER));
+    assert.deepEqual(await resolve(resolver, query(1)), ok(ANSWER));
+    assert.deepEqual(await resolve(resolver, query(2)), ok(ANSWER, 'cache'));
+    assert.deepEqual(calls, [1]);
+    await resolve(resolver, query(3, '')); // no CLID: not one caller with every other
+    await resolve(resolver, query(4, ''));
+    assert.deepEqual(calls, [1, 3, 4]);
+    await resolver.close();
+  });
+
+  it('past ttlMs the backend is asked; when it fails, the stale answer; when there is none, the fallback', async () => {
+    let backendUp = true;
+    const { resolver } = resolverWith({ cache: { ttlMs: 1000, staleIfErrorMs: 10_000 }, fallback: FALLBACK },
+      () => (backendUp ? ok(ANSWER) : hostError(REASON.RESET, 'backend reset', true)));
+    await resolve(resolver, query(1));
+    backendUp = false;
+    clock.tick(2000);
+    assert.deepEqual(await resolve(resolver, query(2)), ok(ANSWER, 'stale'));
+    assert.deepEqual(await resolve(resolver, query(3, '5550000')), ok(FALLBACK, 'fallback'), 'another caller: nothing cached');
+    clock.tick(20_000);
+    assert.deepEqual(await resolve(resolver, query(4)), ok(FALLBACK, 'fallback'), 'too old even to be stale');
+    await resolver.close();
+  });
+
+  it('a 4xx stays an app error unless fallback.on4xx; a router gone gets no stand-in', async () => {
+    const no = appError('no such customer', undefined, 404);
+    let r = resolverWith({ fallback: FALLBACK }, () => no);
+    assert.deepEqual(await resolve(r.resolver, query(1)), no);
+    await r.resolver.close();
+    r = resolverWith({ fallback: { ...FALLBACK, on4xx: true } }, () => no);
+    assert.deepEqual(await resolve(r.resolver, query(1)), ok(FALLBACK, 'fallback'));
+    await r.resolver.close();
+    const gone = hostError(REASON.ABORTED, 'backend aborted');
+    r = resolverWith({ fallback: FALLBACK }, () => gone);
+    assert.deepEqual(await resolve(r.resolver, query(1)), gone);
+    await r.resolver.close();
+  });
+
+  it('at the deadline with the backend silent: the stale answer kept for the query, else the fallback, else nothing', async () => {
+    const { resolver } = resolverWith({ cache: { ttlMs: 1000 } }, () => ok(ANSWER));
+    await resolve(resolver, query(1));
+    clock.tick(2000);
+    const p = { deadlineAt: Infinity };
+    resolver.backend.call = () => new Promise(() => {}); // never answers
+    resolver.resolve(query(2), undefined, p);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(resolver.atDeadline(p), ok(ANSWER, 'stale'));
+    assert.equal(resolver.atDeadline({ availability: resolver.availabilityFor(query(3)) }), null);
+    await resolver.close();
+    const withFallback = resolverWith({ fallback: FALLBACK }, () => ok(ANSWER)).resolver;
+    assert.deepEqual(withFallback.atDeadline({ availability: withFallback.availabilityFor(query(3)) }), ok(FALLBACK, 'fallback'));
+    await withFallback.close();
+  });
+});
+
+describe('BackendHealth (unit, fake clock)', () => {
+  let clock;
+  beforeEach(() => { clock = sinon.useFakeTimers({ now: 5_000_000 }); });
+  afterEach(() => clock.restore());
+
+  function health() {
+    const lines = [];
+    const log = { warn: (message, meta) => lines.push({ message, meta }) };
+    const up = [];
+    const h = new BackendHealth({ log, metrics: { backendUp: { set: (v) => up.push(v) } } });
+    return { h, lines, up };
+  }
+
+  it('five failures in a row make it failing, the first answer reachable again; a failure between answers does not', () => {
+    const { h, lines, up } = health();
+    for (let i = 0; i < 4; i++) h.failure('reset');
+    h.success();
+    for (let i = 0; i < 4; i++) h.failure('reset');
+    assert.equal(h.state, 'reachable');
+    h.failure('unreachable: ECONNREFUSED 127.0.0.1:9');
+    assert.equal(h.state, 'failing');
+    assert.equal(h.toJSON().lastError, 'unreachable: ECONNREFUSED 127.0.0.1:9');
+    assert.match(lines[0].message, /backend failing: 5 queries in a row got no answer \(last: unreachable: ECONNREFUSED/);
+    h.success();
+    assert.equal(h.state, 'reachable');
+    assert.deepEqual(up, [0, 1]);
+  });
+
+  it('a flapping backend logs at most a line per 10 s, and the next line says how many changes it folded in', () => {
+    const { h, lines } = health();
+    const flap = () => { for (let i = 0; i < 5; i++) h.failure('reset'); h.success(); };
+    flap(); // failing (logged), reachable (folded)
+    flap();
+    assert.equal(lines.length, 1);
+    clock.tick(10_000); // the quiet spell: where it ended up, if the last line said otherwise
+    assert.equal(lines.length, 2);
+    assert.match(lines[1].message, /backend reachable again/);
+    assert.equal(lines[1].meta.changesNotLogged, 3);
+    h.close();
+  });
+});
+
+describe('allowlist (unit)', () => {
+  it('addresses and CIDR ranges, IPv4 and IPv6; an IPv4-mapped address is the same address', () => {
+    const list = compileAllowlist(['10.20.0.11', '192.168.0.0/16', '::1', 'fd00::/8', '::ffff:172.16.0.0/108']);
+    for (const a of ['10.20.0.11', '::ffff:10.20.0.11', '192.168.200.1', '::1', 'fd12::5', '172.16.3.4']) assert.equal(list.allows(a), true, a);
+    for (const a of ['10.20.0.12', '192.169.0.1', '::2', 'fe80::1', '172.32.0.1', undefined, 'not-an-ip']) assert.equal(list.allows(a), false, String(a));
+  });
+
+  it('refuses an entry that is neither an address nor a range, naming it', () => {
+    assert.throws(() => compileAllowlist(['10.0.0.0/33']), /'10\.0\.0\.0\/33' has a bad prefix length/);
+    assert.throws(() => compileAllowlist(['router-a']), /'router-a' is not an IP address or CIDR range/);
+    assert.throws(() => compileAllowlist([5]), /5 is not an address/);
+  });
+});
