@@ -13,7 +13,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const {
-  start, startPlainBackend, startGateway, runClient, medianRun, REPEATS, SECONDS,
+  startGatewayProcess, startPlainBackend, startGateway, runClient, medianRun, REPEATS, SECONDS,
 } = require('./harness');
 const { table, writeResult } = require('./report');
 
@@ -24,9 +24,7 @@ function configFile(dir, name, settings) {
 }
 
 async function startBaseline(bin, backendUrl) {
-  const p = await start([bin, 'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info'],
-    /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/);
-  return { ...p, port: Number(p.match[1]) };
+  return startGatewayProcess({ bin, args: ['--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info'] });
 }
 
 async function main() {

@@ -5,41 +5,38 @@
 // medians of repeated runs.
 
 const path = require('node:path');
-const { spawn, execFile } = require('node:child_process');
+const { execFile } = require('node:child_process');
 const { promisify } = require('node:util');
 const net = require('node:net');
 const { performance } = require('node:perf_hooks');
 const { MessageReader, serialize, DIRECTION } = require('../lib/protocol');
 const { newHistogram } = require('../simulator/stats');
 const { readProc } = require('../runner/monitor');
+const { startChild, BIN } = require('../lib/child');
 
 const ROOT = path.join(__dirname, '..');
-const BIN = path.join(ROOT, 'bin', 'ged145.js');
-const children = new Set();
-process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
 
-/** Starts a node script; resolves when `ready` matches its stdout+stderr. */
-function start(args, ready, { env = {} } = {}) {
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const on = (d) => {
-      out += d;
-      const m = ready.exec(out);
-      if (m) {
-        child.stdout.off('data', on);
-        child.stderr.off('data', on);
-        child.stdout.resume();
-        child.stderr.resume();
-        resolve({ child, match: m, pid: child.pid, stop: () => stop(child) });
-      }
-    };
-    child.stdout.on('data', on);
-    child.stderr.on('data', on);
-    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}:\n${out}`)));
+/** Starts a node script; resolves when `ready` matches its stdout+stderr (a script that prints its port). */
+async function start(args, ready, { env = {} } = {}) {
+  const p = await startChild({ script: args, readyPattern: ready, env, cwd: ROOT });
+  return { child: p.child, match: p.match, pid: p.pid, stop: () => stop(p.child) };
+}
+
+/**
+ * `ged145 gateway` of this checkout or another (bin: its bin/ged145.js, to compare builds in one
+ * run), with nodeArgs for its process: {child, pid, port, adminPort, stop}. This checkout says
+ * where it listens with --ready-json; an older build is read from its log lines.
+ */
+async function startGatewayProcess({ bin = BIN, nodeArgs = [], args = [] }) {
+  const cli = ['gateway', ...args];
+  if (bin === BIN) {
+    const p = await startChild({ cli, nodeArgs, cwd: ROOT });
+    return { child: p.child, pid: p.pid, port: p.ready.port, adminPort: p.ready.adminPort, stop: () => stop(p.child) };
+  }
+  const p = await startChild({
+    cli, bin, nodeArgs, cwd: ROOT, readyPattern: /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on http:\/\/[\d.]+:(\d+)/,
   });
+  return { child: p.child, pid: p.pid, port: Number(p.match[1]), adminPort: Number(p.match[2]), stop: () => stop(p.child) };
 }
 
 function stop(child) {
@@ -57,7 +54,10 @@ const startListener = (file, ...args) => start([path.join(__dirname, file), ...a
 const startBare = () => startListener('bare-server.js');
 const startBareProxy = (backendUrl) => startListener('bare-proxy.js', backendUrl);
 const startPlainBackend = () => startListener('plain-backend.js').then((p) => ({ ...p, url: `http://127.0.0.1:${p.port}` }));
-const startRestSim = () => start([BIN, 'rest-sim', '--port', '0'], /listening on (http:\/\/[\d.]+:\d+)/).then((p) => ({ ...p, url: p.match[1] }));
+async function startRestSim() {
+  const p = await startChild({ cli: ['rest-sim', '--port', '0'], cwd: ROOT });
+  return { child: p.child, pid: p.pid, url: p.ready.url, stop: () => stop(p.child) };
+}
 
 /** BENCH_GATEWAY_NODE_ARGS: V8/Node flags for the gateway process only, e.g. --max-semi-space-size=2. */
 const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS || '').split(' ').filter(Boolean);
@@ -66,14 +66,10 @@ const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS || '').split(' ')
  * A gateway on free ports; bin: another checkout's bin/ged145.js, to compare builds in one run;
  * nodeArgs: Node/V8 flags for this gateway (BENCH_GATEWAY_NODE_ARGS by default).
  */
-async function startGateway(backendUrl, extra = [], bin = BIN, nodeArgs = GATEWAY_NODE_ARGS) {
-  const i = extra.indexOf('--workers');
-  const workers = i >= 0 && Number(extra[i + 1]) > 1;
-  const p = await start([
-    ...nodeArgs, bin, 'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra,
-  ],
-    workers ? /workers listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/ : /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on/);
-  return { ...p, port: Number(p.match[1]) };
+function startGateway(backendUrl, extra = [], bin = BIN, nodeArgs = GATEWAY_NODE_ARGS) {
+  return startGatewayProcess({
+    bin, nodeArgs, args: ['--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra],
+  });
 }
 
 const QUERY = { routerCallDay: 1, subtype: 'customer.lookup', clid: '5551000042', dn: '8005551000', vars: { 1: 'abc' } };
@@ -181,6 +177,6 @@ const REPEATS = Number(process.env.BENCH_REPEATS || 3);
 const SECONDS = Number(process.env.BENCH_SECONDS || 3);
 
 module.exports = {
-  start, startBare, startBareProxy, startPlainBackend, startRestSim, startGateway, runClient, runDirect, cpuMeter, medianRun, median,
+  start, startBare, startBareProxy, startPlainBackend, startRestSim, startGateway, startGatewayProcess, runClient, runDirect, cpuMeter, medianRun, median,
   REPEATS, SECONDS, QUERY, BIN,
 };

@@ -16,7 +16,9 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const http = require('node:http');
-const { start, startPlainBackend, cpuMeter, BIN } = require('./harness');
+const {
+  start, startGatewayProcess, startPlainBackend, cpuMeter, BIN,
+} = require('./harness');
 const { Router } = require('../simulator/router');
 const { table, writeResult } = require('./report');
 
@@ -41,9 +43,10 @@ function scrape(port) {
 
 async function measure({ name, bin, nodeArgs, configFile }, backendUrl) {
   const config = configFile ? ['--config', configFile] : [];
-  const gw = await start([...nodeArgs, bin, 'gateway', ...config, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl],
-    /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on http:\/\/[\d.]+:(\d+)/);
-  const [port, adminPort] = [Number(gw.match[1]), Number(gw.match[2])];
+  const gw = await startGatewayProcess({
+    bin, nodeArgs, args: [...config, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl],
+  });
+  const { port, adminPort } = gw;
   await sleep(IDLE_MS);
   const idle = status(gw.pid);
   await sleep(SETTLED_MS - IDLE_MS);

@@ -12,8 +12,9 @@ const summary = 'the GED-145 application gateway host (answers ICM routers from 
 const OWN_FLAGS = [
   { name: 'config', arg: 'FILE', help: 'JSON config file (see docs/configuration.md; `ged145 config schema` for editors)' },
   { name: 'embedded-backend', arg: null, help: 'with no backend configured, serve from a built-in REST simulator' },
+  { name: 'ready-json', arg: null, help: 'once serving, print {"ready": "gateway", "port", "adminPort", ...} on stdout' },
 ];
-const ALL_FLAGS = [OWN_FLAGS[0], ...FLAGS, OWN_FLAGS[1]];
+const ALL_FLAGS = [OWN_FLAGS[0], ...FLAGS, ...OWN_FLAGS.slice(1)];
 const line = (f) => {
   const left = `  --${f.name}${f.arg ? ` ${f.arg}` : ''}`;
   const dflt = f.dflt === undefined || f.dflt === null || f.dflt === false ? '' : ` (default ${f.dflt})`;
@@ -100,6 +101,11 @@ async function main(values) {
   if (stopSignal !== null) {
     await stop(stopSignal);
     return;
+  }
+  if (values['ready-json']) {
+    require('../lib/child').announceReady({
+      ready: 'gateway', host: config.host, port: running.port, adminPort: running.adminPort, workers: config.workers, backend: config.backend.url,
+    });
   }
   if (sim) {
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;

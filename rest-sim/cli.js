@@ -18,6 +18,7 @@ const usage = `usage: ged145 rest-sim [options]
   --hang-rate R        share of requests never answered (0..1)
   --customers N        synthetic customers to generate (default 10000)
   --seed N             seed for customers and fault draws (default 145)
+  --ready-json         once listening, print {"ready": "rest-sim", "url", "port"} on stdout
 
 Faults change at run time: PUT /admin/faults {"latency": 20, "errorRate": 0.1}.
 `;
@@ -33,6 +34,7 @@ const options = {
   'hang-rate': { type: 'string', default: '0' },
   customers: { type: 'string', default: '10000' },
   seed: { type: 'string', default: '145' },
+  'ready-json': { type: 'boolean' },
 };
 
 const number = (values, key) => numberFlag(values, key);
@@ -61,6 +63,7 @@ async function main(values) {
     throw err;
   }
   log.info(`listening on ${sim.url}`, { customers: sim.state.customers.count, faults: sim.state.faults.settings });
+  if (values['ready-json']) require('../lib/child').announceReady({ ready: 'rest-sim', url: sim.url, port: Number(new URL(sim.url).port) });
   const stop = (signal) => {
     log.info(`${signal}: stopping`);
     sim.close().then(() => process.exit(0));

@@ -122,10 +122,10 @@ describe('ged145 CLI', () => {
     let sim;
     let gw;
     before(async () => {
-      sim = spawnCli(['rest-sim', '--port', '0']);
-      const [, simUrl] = await sim.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      gw = spawnCli(['gateway', '--port', '0', '--host', '127.0.0.1', '--admin-port', '0', '--backend', simUrl]);
-      const [, port] = await gw.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/);
+      sim = spawnCli(['rest-sim', '--port', '0', '--ready-json']);
+      const { url: simUrl } = await sim.ready();
+      gw = spawnCli(['gateway', '--port', '0', '--host', '127.0.0.1', '--admin-port', '0', '--backend', simUrl, '--ready-json']);
+      const { port } = await gw.ready();
       gw.port = Number(port);
     });
     after(async () => {
@@ -171,10 +171,10 @@ describe('ged145 CLI', () => {
   });
 
   it('--workers 2 serves from two processes on one port, with aggregated /metrics', async () => {
-    const gw = spawnCli(['gateway', '--port', '0', '--host', '127.0.0.1', '--admin-port', '0', '--workers', '2', '--embedded-backend']);
+    const gw = spawnCli(['gateway', '--port', '0', '--host', '127.0.0.1', '--admin-port', '0', '--workers', '2', '--embedded-backend', '--ready-json']);
     try {
-      const [, port] = await gw.waitFor(/2 workers listening for ICM routers on 127\.0\.0\.1:(\d+)/, 15_000);
-      const [, adminPort] = await gw.waitFor(/admin on http:\/\/127\.0\.0\.1:(\d+)/);
+      const { port, adminPort, workers } = await gw.ready();
+      assert.equal(workers, 2);
       const clients = [];
       for (let i = 0; i < 6; i++) {
         const c = await WireClient.connect(Number(port));

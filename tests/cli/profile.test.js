@@ -39,8 +39,8 @@ describe('protocol compatibility profile, end to end', function () {
     sim = await startRestSim({ port: 0 });
     file = path.join(tmpDir(), 'gateway.json');
     fs.writeFileSync(file, JSON.stringify({ backend: { url: sim.url }, protocol: PROTOCOL }));
-    gw = spawnCli(['gateway', '--config', file, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0']);
-    port = Number((await gw.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/))[1]);
+    gw = spawnCli(['gateway', '--config', file, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--ready-json']);
+    ({ port } = await gw.ready());
   });
   after(async () => {
     gw.kill('SIGTERM');

@@ -54,10 +54,10 @@ describe('gateway heap settings (lib/heap.js)', function () {
 
 /** The young generation's size (both semi-spaces) a gateway started by the CLI reports on /metrics, after its warm-up. */
 async function gatewayYoungBytes(extraArgs) {
-  const child = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', 'http://127.0.0.1:1', ...extraArgs],
+  const child = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', 'http://127.0.0.1:1', '--ready-json', ...extraArgs],
     { env: { GED145_WARMUP: '1' } });
   try {
-    const [, port] = await child.waitFor(/admin on http:\/\/127\.0\.0\.1:(\d+)/, 20_000);
+    const { adminPort: port } = await child.ready();
     const text = await new Promise((resolve, reject) => {
       http.get({ host: '127.0.0.1', port: Number(port), path: '/metrics' }, (res) => {
         let body = '';

@@ -116,14 +116,13 @@ describe('under pressure (default configuration)', function () {
   async function setupProcess() {
     const b = await healthyBackend();
     cleanup.push(() => b.close());
-    const gw = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--backend', b.url, '--admin-port', '0', '--log-level', 'info'],
+    const gw = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--backend', b.url, '--admin-port', '0', '--log-level', 'info', '--ready-json'],
       { env: { GED145_WARMUP: '1' } }); // as the product starts: warmed up
     cleanup.push(async () => {
       gw.killGroup('SIGTERM');
       await gw.exited;
     });
-    const [, port] = await gw.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/, 15_000);
-    const [, adminPort] = await gw.waitFor(/admin on http:\/\/127\.0\.0\.1:(\d+)/);
+    const { port, adminPort } = await gw.ready();
     const c = await WireClient.connect(Number(port));
     cleanup.push(() => c.close());
     await c.open();

@@ -25,9 +25,9 @@ describe('reload (SIGHUP)', function () {
     const file = path.join(tmpDir(), 'gateway.json');
     const write = (c) => fs.writeFileSync(file, JSON.stringify({ backend: { url: sim.url }, ...c }));
     write({});
-    const gw = spawnCli(['gateway', '--config', file, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0']);
+    const gw = spawnCli(['gateway', '--config', file, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--ready-json']);
     try {
-      const [, port] = await gw.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/);
+      const { port } = await gw.ready();
       const router = new Router({ targets: [{ host: '127.0.0.1', port: Number(port) }], seed: 4, templates: [{ subtype: 'echo', vars: { 1: 'v{seq}' } }] });
       await router.start();
       const load = router.runClosedLoop({ window: 8, count: 4000 });
@@ -65,9 +65,10 @@ describe('reload (SIGHUP)', function () {
     const sim = await startRestSim({ port: 0 });
     const file = path.join(tmpDir(), 'gateway.json');
     fs.writeFileSync(file, JSON.stringify({ backend: { url: sim.url } }));
-    const gw = spawnCli(['gateway', '--config', file, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--workers', '2']);
+    const gw = spawnCli(['gateway', '--config', file, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--workers', '2', '--ready-json']);
     try {
-      const [, port] = await gw.waitFor(/2 workers listening for ICM routers on 127\.0\.0\.1:(\d+)/, 20_000);
+      const { port } = await gw.ready();
+      await gw.waitFor(/2 workers listening for ICM routers/);
       fs.writeFileSync(file, JSON.stringify({ backend: { url: sim.url }, fallback: { vars: { 9: 'workers' } } }));
       gw.kill('SIGHUP');
       await gw.waitFor(/configuration sent to 2 workers/);

@@ -1,6 +1,6 @@
 'use strict';
 
-// Runs bin/ged145.js (or npm) as a real child process and waits for lines it logs.
+// Runs bin/ged145.js (or npm) as a real child process; waits for its --ready-json line, or for lines it logs.
 
 const { spawn } = require('node:child_process');
 const path = require('node:path');
@@ -43,6 +43,8 @@ function spawnCli(args, { env = {}, cmd = process.execPath, cmdArgs, group = fal
     };
     check();
   });
+  /** The --ready-json line (lib/child.js) once the process serves: {ready, port, adminPort, url...}. */
+  child.ready = (ms = 20_000) => child.waitFor(/^(\{"ready".*)$/m, ms).then((m) => JSON.parse(m[1]));
   return child;
 }
 

@@ -236,10 +236,11 @@ describe('reliability: logs with redaction', function () {
     const backend = await startTestBackend((req, res) => res.end('{"vars":{"3":"backend-secret-out"}}'));
     const gw = spawnCli([
       'gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backend.url, '--redact', '--log-level', 'debug', '--log-file', file,
+      '--ready-json',
     ]);
     try {
-      const [, port] = await gw.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/);
-      const c = await WireClient.connect(Number(port));
+      const { port } = await gw.ready();
+      const c = await WireClient.connect(port);
       await c.open({ config: 'redaction' });
       c.query(7, {
         subtype: 'lookup', clid: '5559871234', ced: '246813#', cdpd: '97531', vars: {

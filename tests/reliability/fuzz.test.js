@@ -23,11 +23,10 @@ describe(`fuzz: ${FRAMES.toLocaleString('en-US')} random and mutated frames thro
   let port;
   before(async () => {
     // Both in processes of their own: this process is busy generating frames.
-    sim = spawnCli(['rest-sim', '--port', '0']);
-    const [, simUrl] = await sim.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-    gw = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', simUrl, '--log-level', 'info']);
-    const m = await gw.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/);
-    port = Number(m[1]);
+    sim = spawnCli(['rest-sim', '--port', '0', '--ready-json']);
+    const { url: simUrl } = await sim.ready();
+    gw = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', simUrl, '--log-level', 'info', '--ready-json']);
+    ({ port } = await gw.ready());
   });
   after(async () => {
     for (const p of [gw, sim]) if (p && p.exitCode === null) p.kill('SIGKILL');
