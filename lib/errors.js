@@ -32,6 +32,26 @@ class OperatorError extends Error {
   }
 }
 
+/**
+ * A configuration that cannot be used: `problems`, one line each naming the key. Thrown where a
+ * setting is checked or compiled (with one problem), gathered by the loader into one (with all).
+ * The CLI prints each problem as a line, without a stack, and exits 1.
+ */
+class ConfigError extends OperatorError {
+  constructor(problems, options) {
+    const list = [].concat(problems);
+    super(list.map((p) => `config: ${p}`).join('\n'), options);
+    this.name = 'ConfigError';
+    this.code = CODES.CONFIG;
+    this.problems = list;
+  }
+
+  /** The same problems under a key ("routes.x: ..."). */
+  under(prefix) {
+    return new ConfigError(this.problems.map((p) => `${prefix}: ${p}`), { cause: this });
+  }
+}
+
 /** The message of whatever was thrown (an Error, a string, a Proxy whose getters throw), for a log line. */
 function messageOf(err) {
   try {
@@ -42,5 +62,5 @@ function messageOf(err) {
 }
 
 module.exports = {
-  CODES, UsageError, OperatorError, messageOf,
+  CODES, UsageError, OperatorError, ConfigError, messageOf,
 };

@@ -5,7 +5,7 @@
 // the response mapping. config/routes.js compiles a route's settings with these, once, at load;
 // backend.js fills them in for each query.
 
-const { CODES } = require('../../lib/errors');
+const { CODES, ConfigError } = require('../../lib/errors');
 
 /** The query as the backend sees it in the default contract (absent tags omitted). */
 function queryJson(q) {
@@ -60,9 +60,9 @@ const PLACEHOLDER_FIELDS = new Set(['subtype', 'invokeId', 'routerCallDay', 'rou
 /** Splits a URL template into literal parts and placeholder keys, once, at config load. */
 function parseTemplate(template) {
   const m = /^(https?:\/\/[^/?#]+)(.*)$/.exec(template);
-  if (!m) throw new Error(`url '${template}' must start with http:// or https:// and a host`);
+  if (!m) throw new ConfigError(`url '${template}' must start with http:// or https:// and a host`);
   const [, origin, rest] = m;
-  if (origin.includes('{')) throw new Error('placeholders are allowed in the path and query only, never in the host');
+  if (origin.includes('{')) throw new ConfigError('placeholders are allowed in the path and query only, never in the host');
   const parts = [];
   const re = /\{([^{}]+)\}/g;
   let last = 0;
@@ -70,7 +70,7 @@ function parseTemplate(template) {
   while ((match = re.exec(rest)) !== null) {
     const key = match[1];
     if (!PLACEHOLDER_FIELDS.has(key) && !/^vars\.([1-9]|10)$/.test(key) && !/^ecc\.[^{}]+$/.test(key)) {
-      throw new Error(`unknown placeholder {${key}}`);
+      throw new ConfigError(`unknown placeholder {${key}}`);
     }
     parts.push(rest.slice(last, match.index), key);
     last = match.index + match[0].length;
@@ -95,12 +95,12 @@ function fillTemplate(tpl, q) {
 function resolveHeaders(headers, env = process.env) {
   const out = {};
   for (const [name, value] of Object.entries(headers || {})) {
-    if (typeof value !== 'string') throw new Error(`header ${name} must be a string`);
+    if (typeof value !== 'string') throw new ConfigError(`header ${name} must be a string`);
     out[name.toLowerCase()] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, v) => {
-      if (env[v] === undefined) throw new Error(`header ${name} names environment variable ${v}, which is not set`);
+      if (env[v] === undefined) throw new ConfigError(`header ${name} names environment variable ${v}, which is not set`);
       return env[v];
     });
-    if (/[\r\n]/.test(out[name.toLowerCase()])) throw new Error(`header ${name} contains a line break`);
+    if (/[\r\n]/.test(out[name.toLowerCase()])) throw new ConfigError(`header ${name} contains a line break`);
   }
   return out;
 }

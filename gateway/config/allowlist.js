@@ -5,6 +5,7 @@
 // and the plain one are the same address here, in the list and on the socket.
 
 const net = require('node:net');
+const { ConfigError } = require('../../lib/errors');
 
 const MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i;
 
@@ -21,11 +22,11 @@ function unmap(address) {
 function compileAllowlist(entries) {
   const list = new net.BlockList();
   for (const entry of entries) {
-    if (typeof entry !== 'string') throw new Error(`${JSON.stringify(entry)} is not an address`);
+    if (typeof entry !== 'string') throw new ConfigError(`${JSON.stringify(entry)} is not an address`);
     const [addr, prefix, extra] = entry.trim().split('/');
     const address = unmap(addr);
     const family = net.isIP(address);
-    if (family === 0 || extra !== undefined) throw new Error(`'${entry}' is not an IP address or CIDR range`);
+    if (family === 0 || extra !== undefined) throw new ConfigError(`'${entry}' is not an IP address or CIDR range`);
     const type = family === 4 ? 'ipv4' : 'ipv6';
     if (prefix === undefined) {
       list.addAddress(address, type);
@@ -34,7 +35,7 @@ function compileAllowlist(entries) {
     let bits = Number(prefix);
     // ::ffff:10.0.0.0/104 is 10.0.0.0/8 written as IPv6.
     if (address !== addr && family === 4) bits -= 96;
-    if (!/^\d+$/.test(prefix) || bits < 0 || bits > (family === 4 ? 32 : 128)) throw new Error(`'${entry}' has a bad prefix length`);
+    if (!/^\d+$/.test(prefix) || bits < 0 || bits > (family === 4 ? 32 : 128)) throw new ConfigError(`'${entry}' has a bad prefix length`);
     list.addSubnet(address, bits, type);
   }
   return {

@@ -6,6 +6,7 @@
 // checked before these run); what is here is what a schema cannot say, and the compiled shapes.
 
 const { isKeyName } = require('../backend/cache');
+const { ConfigError } = require('../../lib/errors');
 const { sectionDefaults } = require('./schema');
 
 const CACHE_DEFAULTS = Object.freeze(sectionDefaults('cache'));
@@ -25,7 +26,7 @@ function compileCache(value, where = 'cache', base = CACHE_DEFAULTS) {
   if (value === null || value === undefined || value === false) return null;
   const c = value === true ? { ...base } : { ...base, ...value };
   if (!c.key.every((k) => isKeyName(k))) {
-    throw new Error(`${where}.key must list request fields: subtype, clid, dn, ced, cdpd, routingClient, vars.N, ecc.NAME`);
+    throw new ConfigError(`${where}.key must list request fields: subtype, clid, dn, ced, cdpd, routingClient, vars.N, ecc.NAME`);
   }
   return c;
 }
@@ -34,7 +35,7 @@ function compileBreaker(value, where = 'breaker', base = BREAKER_DEFAULTS) {
   if (value === false || value === null) return { ...base, enabled: false };
   const b = value === undefined || value === true ? { ...base } : { ...base, ...value };
   if (b.maxHalfOpenAfterMs < b.halfOpenAfterMs) {
-    throw new Error(`${where}.maxHalfOpenAfterMs must be an integer from halfOpenAfterMs (${b.halfOpenAfterMs}) to 3600000`);
+    throw new ConfigError(`${where}.maxHalfOpenAfterMs must be an integer from halfOpenAfterMs (${b.halfOpenAfterMs}) to 3600000`);
   }
   return b;
 }

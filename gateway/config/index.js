@@ -6,7 +6,7 @@
 const net = require('node:net');
 const path = require('node:path');
 const { des, profile: { resolveProfile } } = require('../../lib/protocol');
-const { OperatorError, CODES } = require('../../lib/errors');
+const { ConfigError } = require('../../lib/errors');
 const { readRegularFile, parseJson } = require('../../lib/files');
 const { compileRoute } = require('./routes');
 const { compileAllowlist } = require('./allowlist');
@@ -20,19 +20,6 @@ const {
 const { schemaProblems } = require('./validate');
 
 const DEFAULTS = Object.freeze(defaultsOf(SCHEMA));
-
-/**
- * A configuration that cannot be used: every problem found, one line each, naming the key.
- * An OperatorError, so the CLI prints it without a stack and exits 1.
- */
-class ConfigError extends OperatorError {
-  constructor(problems, options) {
-    super(problems.map((p) => `config: ${p}`).join('\n'), options);
-    this.name = 'ConfigError';
-    this.code = CODES.CONFIG;
-    this.problems = problems;
-  }
-}
 
 /** GED145_REDACT and other switches: the usual spellings, any case; anything else is refused. */
 function parseBool(v) {
@@ -101,7 +88,9 @@ function problemsOf(c, sources = {}) {
     try {
       fn();
     } catch (err) {
-      problems.push(`${prefix}${err.message}`);
+      // ConfigError from our own checks; RangeError is how the codec's profile refuses a numbering.
+      if (!(err instanceof ConfigError) && !(err instanceof RangeError)) throw err;
+      problems.push(...(err.problems || [err.message]).map((p) => `${prefix}${p}`));
     }
   };
   check(!/^[\d.]+$/.test(c.host) || net.isIPv4(c.host), 'host', `'${c.host}' is not a valid IPv4 address`);
@@ -156,7 +145,8 @@ function compileConfig(settings, { baseDir, env }) {
     try {
       routes.set(subtype, compileRoute(route, { baseDir, deadlineMs: c.deadlineMs, availability }));
     } catch (err) {
-      problems.push(`routes.${subtype}: ${err.message}`);
+      if (!(err instanceof ConfigError)) throw err; // a bug, not a setting: its stack is wanted
+      problems.push(...err.under(`routes.${subtype}`).problems);
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);

@@ -7,6 +7,7 @@
 
 const path = require('node:path');
 const { closest } = require('../../lib/closest');
+const { ConfigError } = require('../../lib/errors');
 const { parseTemplate, resolveHeaders, TARGETS } = require('../backend/request');
 const {
   CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker,
@@ -31,45 +32,45 @@ function routeAvailability(route, top) {
 }
 
 function compileRoute(route, { baseDir, deadlineMs, availability = DEFAULT_AVAILABILITY }) {
-  if (route === null || typeof route !== 'object' || Array.isArray(route)) throw new Error('must be an object');
+  if (route === null || typeof route !== 'object' || Array.isArray(route)) throw new ConfigError('must be an object');
   let allowed = HTTP_ROUTE_KEYS;
   if (route.module !== undefined) allowed = MODULE_ROUTE_KEYS;
   else if (route.url === undefined && Object.keys(route).every((k) => CONTRACT_ROUTE_KEYS.has(k))) allowed = CONTRACT_ROUTE_KEYS;
   for (const key of Object.keys(route)) {
     if (allowed.has(key)) continue;
     const guess = closest(key, allowed);
-    throw new Error(`unknown key '${key}'${guess ? ` (did you mean '${guess}'?)` : ''}`);
+    throw new ConfigError(`unknown key '${key}'${guess ? ` (did you mean '${guess}'?)` : ''}`);
   }
   // A route may answer sooner than the query deadline, never later.
   const timeoutMs = route.timeoutMs === undefined ? deadlineMs : route.timeoutMs;
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new Error('timeoutMs must be a positive integer');
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError('timeoutMs must be a positive integer');
   const settings = routeAvailability(route, availability);
   if (allowed === CONTRACT_ROUTE_KEYS) return { kind: 'contract', ...settings };
   if (route.module !== undefined) {
-    if (typeof route.module !== 'string') throw new Error('module must be a path');
+    if (typeof route.module !== 'string') throw new ConfigError('module must be a path');
     const file = path.resolve(baseDir, route.module);
     let handler;
     try {
       handler = require(file);
     } catch (err) {
       // One line: Node's MODULE_NOT_FOUND message goes on with a "Require stack:" list.
-      throw new Error(`cannot load module ${file}: ${String(err.message).split('\n')[0]}`, { cause: err });
+      throw new ConfigError(`cannot load module ${file}: ${String(err.message).split('\n')[0]}`, { cause: err });
     }
     if (typeof handler !== 'function' && typeof (handler && handler.handle) !== 'function') {
-      throw new Error(`module ${file} must export a function (query, {signal}) or {handle}`);
+      throw new ConfigError(`module ${file} must export a function (query, {signal}) or {handle}`);
     }
     return {
       kind: 'module', handle: typeof handler === 'function' ? handler : handler.handle.bind(handler), file, ...settings,
     };
   }
   const method = (route.method || 'GET').toUpperCase();
-  if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) throw new Error(`method ${route.method} is not supported`);
-  if (typeof route.url !== 'string') throw new Error('url is required');
+  if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) throw new ConfigError(`method ${route.method} is not supported`);
+  if (typeof route.url !== 'string') throw new ConfigError('url is required');
   const template = parseTemplate(route.url);
   const mapping = Object.entries(route.response || {});
   for (const [target, source] of mapping) {
-    if (!TARGETS.test(target)) throw new Error(`response target '${target}' must be vars.1..vars.10, ecc.NAME, ced or cdpd`);
-    if (typeof source !== 'string') throw new Error(`response.${target} must be a JSON path string`);
+    if (!TARGETS.test(target)) throw new ConfigError(`response target '${target}' must be vars.1..vars.10, ecc.NAME, ced or cdpd`);
+    if (typeof source !== 'string') throw new ConfigError(`response.${target} must be a JSON path string`);
   }
   return {
     kind: 'http',
