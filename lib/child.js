@@ -100,6 +100,4 @@ function announceReady(info) {
   process.stdout.write(`${JSON.stringify({ ready: info.ready, pid: process.pid, ...info })}\n`);
 }
 
-module.exports = {
-  startChild, stopChild, announceReady, BIN,
-};
+module.exports = { startChild, announceReady, BIN };

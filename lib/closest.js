@@ -30,4 +30,4 @@ function closest(word, names) {
   return bestDistance <= Math.max(1, Math.floor(word.length / 3)) ? best : null;
 }
 
-module.exports = { closest, editDistance };
+module.exports = { closest };

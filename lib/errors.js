@@ -9,7 +9,6 @@ const CODES = Object.freeze({
   USAGE: 'ERR_GED145_USAGE', // a bad command line: one line, a pointer to --help, exit 2
   OPERATOR: 'ERR_GED145_OPERATOR', // an expected condition (bad config, port in use): one line, exit 1
   ENGINE: 'ERR_GED145_ENGINE', // a backend HTTP request failed (gateway/backend/engines/errors.js)
-  ENCODE: 'ERR_GED145_ENCODE', // a message cannot be encoded (lib/protocol/errors.js)
   CONFIG: 'ERR_GED145_CONFIG', // a configuration that cannot be used: ConfigError (gateway/config), printed as an OperatorError
   PLACEHOLDER: 'ERR_GED145_PLACEHOLDER', // a URL placeholder value that cannot be a path segment (gateway/config/routes.js)
 });

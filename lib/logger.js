@@ -73,4 +73,4 @@ function createLogger({
   return winston.createLogger({ level, defaultMeta: component ? { component } : undefined, transports });
 }
 
-module.exports = { createLogger, escapeControl, checkLogFile };
+module.exports = { createLogger };

@@ -18,6 +18,7 @@ const { LogThrottle } = require('../../lib/log-throttle');
 const { fillAnswer } = require('../answer/fit');
 const { ReplyWriter } = require('../answer/writer');
 const { isObject } = require('../../lib/objects');
+const { VAR_KEY } = require('./request');
 
 const REDIS_TIMEOUT_MS = 25; // a Redis answer later than this is not worth the router's deadline
 const KEY_PREFIX = 'ged145:answer:';
@@ -48,7 +49,7 @@ function keyField(q, name) {
   return q[name];
 }
 const KEY_FIELDS = new Set(['subtype', 'clid', 'dn', 'ced', 'cdpd', 'routingClient']);
-const isKeyName = (name) => KEY_FIELDS.has(name) || /^vars\.([1-9]|10)$/.test(name) || /^ecc\..+$/.test(name);
+const isKeyName = (name) => KEY_FIELDS.has(name) || VAR_KEY.test(name) || /^ecc\..+$/.test(name);
 
 /**
  * The cache key of q under the field names `fields`, or null when one of them is missing or empty
@@ -223,6 +224,4 @@ class AnswerCache {
   }
 }
 
-module.exports = {
-  AnswerCache, cacheKey, isKeyName, REDIS_TIMEOUT_MS,
-};
+module.exports = { AnswerCache, cacheKey, isKeyName };

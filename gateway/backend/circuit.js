@@ -141,6 +141,4 @@ class Circuit {
   }
 }
 
-module.exports = {
-  Circuit, CALL, PROBE, REFUSED, BACKOFF_FACTOR,
-};
+module.exports = { Circuit, CALL, PROBE, REFUSED };

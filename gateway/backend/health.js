@@ -92,4 +92,4 @@ class BackendHealth {
   }
 }
 
-module.exports = { BackendHealth, FAIL_AFTER };
+module.exports = { BackendHealth };

@@ -6,6 +6,10 @@
 // backend.js fills them in for each query.
 
 const { CODES, ConfigError } = require('../../lib/errors');
+const { VAR_NUMBER } = require('../../lib/protocol');
+
+/** vars.N, a peripheral variable as a placeholder, a cache key field or a response target. */
+const VAR_KEY = new RegExp(`^vars\\.${VAR_NUMBER}$`);
 
 /** The query as the backend sees it in the default contract (absent tags omitted). */
 function queryJson(q) {
@@ -69,7 +73,7 @@ function parseTemplate(template) {
   let match;
   while ((match = re.exec(rest)) !== null) {
     const key = match[1];
-    if (!PLACEHOLDER_FIELDS.has(key) && !/^vars\.([1-9]|10)$/.test(key) && !/^ecc\.[^{}]+$/.test(key)) {
+    if (!PLACEHOLDER_FIELDS.has(key) && !VAR_KEY.test(key) && !/^ecc\.[^{}]+$/.test(key)) {
       throw new ConfigError(`unknown placeholder {${key}}`);
     }
     parts.push(rest.slice(last, match.index), key);
@@ -116,7 +120,7 @@ function jsonPath(obj, p) {
   return o;
 }
 
-const TARGETS = /^(vars\.([1-9]|10)|ecc\..+|ced|cdpd)$/;
+const TARGETS = new RegExp(`^(vars\\.${VAR_NUMBER}|ecc\\..+|ced|cdpd)$`);
 
 /** The response mapping {"vars.1": "accountId", "ecc.user.tier": "tier"} -> answer object. */
 function mapResponse(mapping, json) {
@@ -132,5 +136,5 @@ function mapResponse(mapping, json) {
 }
 
 module.exports = {
-  PlaceholderError, queryJson, encodeSegment, parseTemplate, fillTemplate, resolveHeaders, jsonPath, mapResponse, TARGETS,
+  PlaceholderError, queryJson, encodeSegment, parseTemplate, fillTemplate, resolveHeaders, jsonPath, mapResponse, TARGETS, VAR_KEY,
 };

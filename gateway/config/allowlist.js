@@ -48,4 +48,4 @@ function compileAllowlist(entries) {
   };
 }
 
-module.exports = { compileAllowlist, unmap };
+module.exports = { compileAllowlist };

@@ -44,6 +44,4 @@ function compileRetry(value) {
   return { ...RETRY_DEFAULTS, ...value };
 }
 
-module.exports = {
-  CACHE_DEFAULTS, BREAKER_DEFAULTS, RETRY_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry,
-};
+module.exports = { CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry };

@@ -217,6 +217,4 @@ function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = 
 /** `ged145 config schema`: the JSON Schema of the config file, for editors ("$schema") and other validators. */
 const configSchema = () => publicSchema();
 
-module.exports = {
-  loadConfig, compileConfig, configSchema, ConfigError, DEFAULTS, ENV, ENV_NAMES: Object.keys(ENV),
-};
+module.exports = { loadConfig, compileConfig, configSchema, ConfigError, DEFAULTS, ENV_NAMES: Object.keys(ENV) };

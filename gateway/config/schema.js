@@ -9,7 +9,7 @@
 // entry) is checked after it, in index.js.
 
 const {
-  DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32,
+  DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32, VAR_COUNT, VAR_NUMBER,
 } = require('../../lib/protocol');
 const { ENGINE_NAMES } = require('../backend/engines');
 const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
@@ -50,9 +50,9 @@ const LIMITS = section('per-session and listener limits', {
 const answerProperties = {
   vars: {
     type: 'object',
-    propertyNames: { pattern: '^([1-9]|10)$' },
+    propertyNames: { pattern: `^${VAR_NUMBER}$` },
     additionalProperties: { type: ['string', 'number', 'boolean'] },
-    'x-must': 'must be an object of peripheral variables 1..10',
+    'x-must': `must be an object of peripheral variables 1..${VAR_COUNT}`,
   },
   ecc: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] } },
   eccArrays: { type: 'array' },
@@ -317,6 +317,4 @@ const FLAGS = Object.freeze([...leaves()].filter(([, n]) => n['x-flag']).map(([k
 
 const mapValues = (o, f) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
 
-module.exports = {
-  SCHEMA, SCHEMA_ID, FLAGS, defaultsOf, sectionDefaults, leaves, publicSchema, deref,
-};
+module.exports = { SCHEMA, FLAGS, defaultsOf, sectionDefaults, leaves, publicSchema };

@@ -76,4 +76,4 @@ function schemaProblems(c, sources = {}) {
   return lines;
 }
 
-module.exports = { schemaProblems, RETIRED };
+module.exports = { schemaProblems };

@@ -169,4 +169,4 @@ function labelValue(text) {
   return s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 3)}...` : s;
 }
 
-module.exports = { Metrics, LATENCY_BUCKETS, labelValue };
+module.exports = { Metrics };

@@ -126,4 +126,4 @@ function deadlinesDue(inflight) {
   inflight.expireDue();
 }
 
-module.exports = { InFlight, PendingQuery };
+module.exports = { InFlight };

@@ -26,4 +26,4 @@ function describeQuery(q, session, redact) {
   return out;
 }
 
-module.exports = { describeQuery, HIDDEN };
+module.exports = { describeQuery };

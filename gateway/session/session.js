@@ -537,4 +537,4 @@ function onOpenTimeout(session) {
   session.destroy('open timeout');
 }
 
-module.exports = { Session, IDLE_TIMEOUT_RANGE };
+module.exports = { Session };

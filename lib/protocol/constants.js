@@ -78,7 +78,6 @@ function invert(table) {
 }
 
 const MESSAGE_NAMES = invert(MESSAGE_TYPES);
-const TAG_NAMES = invert(TAGS);
 const STATUS_NAMES = invert(STATUS);
 
 /** The message header: UINT32 MessageLength (body bytes only) then UINT32 MessageType. */
@@ -91,23 +90,11 @@ const MAX_TAG_DATA = 255;
 const MAX_ECC_NAME = 32;
 const MAX_ECC_VALUE = 210;
 const VAR_COUNT = 10;
+/** A peripheral variable's number as text, 1..VAR_COUNT, for regular expressions: "(1|2|...|10)". */
+const VAR_NUMBER = `(${Array.from({ length: VAR_COUNT }, (_, i) => i + 1).join('|')})`;
 const MAX_UINT32 = 0xffffffff;
 
 module.exports = {
-  MESSAGE_TYPES,
-  MESSAGE_NAMES,
-  ROUTER_TO_HOST,
-  HOST_TO_ROUTER,
-  TAGS,
-  TAG_NAMES,
-  STATUS,
-  STATUS_NAMES,
-  QUERY_FLAGS,
-  HEADER_LENGTH,
-  DEFAULT_MAX_MESSAGE_LENGTH,
-  MAX_TAG_DATA,
-  MAX_ECC_NAME,
-  MAX_ECC_VALUE,
-  VAR_COUNT,
-  MAX_UINT32,
+  MESSAGE_TYPES, MESSAGE_NAMES, ROUTER_TO_HOST, HOST_TO_ROUTER, TAGS, STATUS, STATUS_NAMES, QUERY_FLAGS, HEADER_LENGTH,
+  DEFAULT_MAX_MESSAGE_LENGTH, MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT, VAR_NUMBER, MAX_UINT32,
 };

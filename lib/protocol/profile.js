@@ -9,9 +9,6 @@
 
 const { MESSAGE_TYPES, STATUS, MAX_UINT32 } = require('./constants');
 
-
-const DEFAULT_PROFILE = Object.freeze({ messageTypes: MESSAGE_TYPES, status: STATUS });
-
 const state = {
   typeToWire: null, typeFromWire: null, statusToWire: null, statusFromWire: null, identity: true,
 };
@@ -71,6 +68,4 @@ function unknownType(n) {
 
 setProfile();
 
-module.exports = {
-  DEFAULT_PROFILE, resolveProfile, setProfile, typeFromWire, typeToWire, statusFromWire, statusToWire,
-};
+module.exports = { resolveProfile, setProfile, typeFromWire, typeToWire, statusFromWire, statusToWire };

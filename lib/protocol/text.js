@@ -7,8 +7,6 @@
 const NOT_WIRE_TEXT = /[^\x01-\x7f]/;
 const NOT_WIRE_TEXT_ALL = /[^\x01-\x7f]/g;
 
-const isWireText = (s) => typeof s === 'string' && !NOT_WIRE_TEXT.test(s);
-
 /** s with every character a tag cannot carry replaced by '?'. */
 const toWireText = (s) => s.replace(NOT_WIRE_TEXT_ALL, '?');
 
@@ -18,6 +16,4 @@ function printable(text, max = Infinity) {
   return s.length > max ? s.slice(0, max) : s;
 }
 
-module.exports = {
-  NOT_WIRE_TEXT, isWireText, toWireText, printable,
-};
+module.exports = { NOT_WIRE_TEXT, toWireText, printable };

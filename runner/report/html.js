@@ -14,6 +14,8 @@ function chartJsPath() {
   return path.join(dir, JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).unpkg);
 }
 const CHART_JS = chartJsPath();
+/** What draws the charts in the page (runner/report/page/charts.js, linted as browser code). */
+const PAGE_SCRIPT = fs.readFileSync(path.join(__dirname, 'page', 'charts.js'), 'utf8');
 
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
 
@@ -136,83 +138,7 @@ ${summaryRows}
 ${sections}
 <script>${chartJs}</script>
 <script type="application/json" id="report-data">${data}</script>
-<script>
-(function () {
-  var suites = JSON.parse(document.getElementById('report-data').textContent);
-  var colors = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
-  Chart.defaults.animation = false;
-  Chart.defaults.maintainAspectRatio = false;
-  function line(labels, sets, yTitle) {
-    return { type: 'line', data: { labels: labels, datasets: sets.map(function (s, i) { return {
-      label: s.label, data: s.data, borderColor: colors[i % colors.length], backgroundColor: colors[i % colors.length], pointRadius: 0, borderWidth: 1.5,
-      spanGaps: true,
-    }; }) },
-      options: { scales: { x: { title: { display: true, text: 'seconds' } }, y: { beginAtZero: true, title: { display: true, text: yTitle } } } } };
-  }
-  function processSeries(s, key) {
-    var names = Object.keys(s.processes);
-    var longest = names.reduce(function (a, n) { return s.processes[n].length > a.length ? s.processes[n] : a; }, []);
-    return line(longest.map(function (p) { return p.t.toFixed(0); }), names.map(function (n) { return {
-      label: n + (s.monitorSource ? ' (' + s.monitorSource + ')' : ''), data: s.processes[n].map(function (p) { return p[key]; }),
-    }; }), key === 'cpu' ? '% of one core' : 'MiB');
-  }
-  var build = {
-    throughput: function (s) { return line(
-      s.timeline.map(function (p) { return p.t.toFixed(0); }), [{ label: 'answers/s', data: s.timeline.map(function (p) { return p.txPerSec; }) }], 'answers/s'
-    ); },
-    latency: function (s) { return line(s.timeline.map(function (p) { return p.t.toFixed(0); }), [
-      { label: 'p50', data: s.timeline.map(function (p) { return p.p50; }) },
-      { label: 'p99', data: s.timeline.map(function (p) { return p.p99; }) },
-      { label: 'max', data: s.timeline.map(function (p) { return p.max; }) }], 'ms'); },
-    distribution: function (s) { return { type: 'line', data: { labels: s.distribution.map(function (d) { return 'p' + d.percentile; }), datasets: [{
-      label: 'latency', data: s.distribution.map(function (d) { return d.ms; }), borderColor: colors[0], backgroundColor: colors[0], stepped: true,
-    }] },
-      options: { scales: { y: { type: 'logarithmic', title: { display: true, text: 'ms (log)' } } } } }; },
-    errors: function (s) { var keys = Object.keys(s.errors); if (keys.length === 0) keys = ['none']; return { type: 'bar', data: { labels: keys, datasets: [{
-      label: 'count', data: keys.map(function (k) { return s.errors[k] || 0; }),
-      backgroundColor: keys.map(function (k) { return /^expected/.test(k) ? colors[0] : colors[1]; }),
-    }] }, options: { indexAxis: 'y', scales: { x: { beginAtZero: true } } } }; },
-    transactions: function (s) {
-      var kinds = ['heartbeat', 'query'];
-      var plural = { heartbeat: 'heartbeats', query: 'queries' };
-      return { type: 'bar', data: { labels: s.transactions.filter(function (t) { return t.kind === 'query'; }).map(function (t) { return '#' + t.n; }),
-        datasets: kinds.map(function (k, i) { return {
-          label: plural[k], backgroundColor: colors[i], data: s.transactions.filter(function (t) { return t.kind === k; }).map(function (t) { return t.ms; }),
-        }; }) },
-        options: { scales: { y: { beginAtZero: true, title: { display: true, text: 'ms' } } } } };
-    },
-    outcomes: function (s) {
-      var o = s.outcomes;
-      var palette = { ok: '#16a34a', stale: '#ea580c', fallback: '#9333ea', 'host error': '#dc2626' };
-      var shade = { id: 'faultWindows', beforeDatasetsDraw: function (chart) {
-        var x = chart.scales.x; var area = chart.chartArea; var ctx = chart.ctx;
-        o.windows.forEach(function (w) {
-          var a = x.getPixelForValue(w.from); var b = x.getPixelForValue(w.to);
-          ctx.save(); ctx.fillStyle = w.name === 'down' ? 'rgba(220,38,38,0.12)' : 'rgba(234,88,12,0.10)';
-          ctx.fillRect(a, area.top, b - a, area.bottom - area.top);
-          ctx.fillStyle = '#555'; ctx.font = '11px system-ui'; ctx.fillText('backend ' + w.name, a + 4, area.top + 12); ctx.restore();
-        });
-      } };
-      return { type: 'line', plugins: [shade], data: { datasets: o.groups.map(function (g) { return {
-        label: g, data: o.seconds.map(function (p) { return { x: p.t, y: p[g] }; }), borderColor: palette[g], backgroundColor: palette[g],
-        pointRadius: 0, borderWidth: 2, fill: false,
-      }; }) },
-      options: { scales: {
-        x: { type: 'linear', title: { display: true, text: 'seconds' } }, y: { beginAtZero: true, title: { display: true, text: 'answers/s' } },
-      } } };
-    },
-    cpu: function (s) { return processSeries(s, 'cpu'); },
-    rss: function (s) { return processSeries(s, 'rssMb'); }
-  };
-  var rendered = 0;
-  document.querySelectorAll('canvas[data-chart]').forEach(function (canvas) {
-    var s = suites[Number(canvas.dataset.suite)];
-    new Chart(canvas, build[canvas.dataset.chart](s));
-    rendered++;
-  });
-  document.body.dataset.chartsRendered = String(rendered);
-})();
-</script>
+<script>${PAGE_SCRIPT}</script>
 </body></html>
 `;
 }

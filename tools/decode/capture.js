@@ -208,6 +208,4 @@ function* segments(source) {
   }
 }
 
-module.exports = {
-  captureKind, packets, segments, BufferSource, FileSource, CaptureError,
-};
+module.exports = { captureKind, segments, BufferSource, FileSource, CaptureError };

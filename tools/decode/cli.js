@@ -413,6 +413,4 @@ function openFile(file) {
   }
 }
 
-module.exports = {
-  summary, usage, options, positionals: true, main, decodeBytes, decodeCapture, parseHex,
-};
+module.exports = { summary, usage, options, positionals: true, main };

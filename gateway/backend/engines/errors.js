@@ -57,6 +57,4 @@ class EngineError extends Error {
   }
 }
 
-module.exports = {
-  reasonOf, causeOf, EngineError,
-};
+module.exports = { reasonOf, EngineError };
