@@ -9,7 +9,7 @@
 // entry) is checked after it, in index.js.
 
 const {
-  DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32, VAR_COUNT, VAR_NUMBER,
+  DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32, VAR_COUNT, VAR_NUMBER, IDLE_TIMEOUT_RANGE,
 } = require('../../lib/protocol');
 const { ENGINE_NAMES } = require('../backend/engines');
 const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
@@ -42,7 +42,9 @@ const LIMITS = section('per-session and listener limits', {
   maxConnections: int(1, 100_000, 2048, { description: 'TCP connections' }),
   openTimeoutMs: int(100, 600_000, 15_000, { description: 'a connection must send OPEN_REQ within this' }),
   partialFrameTimeoutMs: int(100, 600_000, 10_000, { description: 'a started frame must complete within this' }),
-  defaultIdleTimeoutMs: int(1000, 24 * 60 * 60 * 1000, 60_000, { description: 'idle timeout when OPEN_REQ.IdleTimeout is 0 or out of range' }),
+  defaultIdleTimeoutMs: int(IDLE_TIMEOUT_RANGE.min, IDLE_TIMEOUT_RANGE.max, 60_000, {
+    description: 'idle timeout when OPEN_REQ.IdleTimeout is 0 or out of range',
+  }),
   closeLingerMs: int(0, 60_000, 2000, { description: "after our FIN, how long to read and discard while waiting for the router's" }),
   maxSubtypeLabels: int(0, 1000, 50, { description: 'metrics: subtype labels besides configured routes; the rest are "(other)"' }),
 });

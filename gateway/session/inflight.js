@@ -26,6 +26,8 @@ class PendingQuery {
     this.deadlineMs = 0;
     this.deadlineAt = 0; // performance.now() time
     this.signal = new QuerySignal();
+    this.resolver = null; // the QueryResolver it started under (a reload does not change it midway)
+    this.availability = undefined; // what that resolver keeps for an answer at the deadline (its stale answer, its fallback)
   }
 
   /** Seconds since the query arrived. */

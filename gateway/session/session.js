@@ -5,10 +5,9 @@
 // Invariant: every request read from the router gets exactly one reply, unless the socket itself
 // is gone (then its backend calls are aborted and nothing is written). The socket side (reading,
 // writing, timers, the lingering close) is in router-link.js, the bookkeeping of queries in
-// flight in inflight.js, reply bytes in answer/writer.js, what a log line shows of a query in redact.js.
-// What is left is one state machine with a short handler per message type and per backend
-// outcome; it is longer than 300 lines because OPEN alone has five ways to end (version, DES
-// asked without a key, a bad key, DES required, no session slot), each with its own status and log.
+// flight in inflight.js, the OPEN negotiation in open.js, outcome -> reply (and its log events)
+// in reply.js, what a log line shows of a query in redact.js. What is left is the state machine
+// with a short handler per message type, the backlog past limits.maxInFlight, and the close.
 //
 // What a Session needs from its gateway (server.js, or a test double):
 //   config            the validated config (limits, deadlineMs, protocol.versions, duplicates, des, log)
@@ -24,7 +23,7 @@
 
 const { performance } = require('node:perf_hooks');
 const {
-  serialize, STATUS, MESSAGE_TYPES: T, des,
+  serialize, STATUS, MESSAGE_TYPES: T,
 } = require('../../lib/protocol');
 const { RouterLink, SLICE_FRAMES } = require('./router-link');
 const { DEADLINE, DEADLINE_LATE } = require('../backend');
@@ -32,6 +31,7 @@ const {
   LABEL, isAnswered, hostError, REASON,
 } = require('../backend/outcome');
 const { InFlight } = require('./inflight');
+const { openSession } = require('./open');
 const { Replies } = require('./reply');
 const { describeQuery } = require('./redact');
 const { LogThrottle } = require('../../lib/log-throttle');
@@ -48,7 +48,6 @@ const BARRIERS = new Set([T.OPEN_REQ, T.CLOSE_REQ]);
  * OPEN_REQ.IdleTimeout is used as given within this range; 0 or a value outside it (0xFFFFFFFF
  * would overflow setTimeout into a 1 ms spin) gets limits.defaultIdleTimeoutMs (docs/configuration.md).
  */
-const IDLE_TIMEOUT_RANGE = Object.freeze({ min: 1000, max: 24 * 60 * 60 * 1000 });
 
 class Session {
   constructor(socket, gateway) {
@@ -200,103 +199,7 @@ class Session {
   }
 
   onOpen(msg) {
-    if (this.state === 'open') {
-      this.failure(msg.invokeId, STATUS.E_AG_SESSION_ACTIVE, 'session is already open');
-      return;
-    }
-    const { config } = this.gateway;
-    if (!config.protocol.versions.includes(msg.version)) {
-      const n = this.throttle.hit('version');
-      if (n) this.log.warn(
-        'OPEN_REQ refused: version not supported', { session: this.id, peer: this.peer, version: msg.version, supported: config.protocol.versions, count: n }
-      );
-      this.failure(msg.invokeId, STATUS.E_AG_INVALID_VERSION, `version ${msg.version} is not supported`);
-      return;
-    }
-    const sessionKey = this.openEncryption(msg);
-    if (sessionKey === undefined) return; // refused, and closing
-    const refusal = this.gateway.admitSession(this);
-    if (refusal) {
-      this.failure(msg.invokeId, STATUS.E_AG_HOST_OFFLINE, refusal);
-      this.end(refusal);
-      return;
-    }
-    this.clearOpenTimer();
-    // Each OPEN sets encryption afresh: an encrypted session closed and reopened plain is plain.
-    this.setEncryption(sessionKey);
-    this.state = 'open';
-    this.openedAt = new Date();
-    this.connectInfo = msg.config;
-    this.version = msg.version;
-    this.idleTimeoutMs = this.idleTimeoutFor(msg.idleTimeoutMs);
-    this.link.setIdleTimeout(this.idleTimeoutMs);
-    this.send(serialize.openConf(msg.invokeId));
-    this.log.info('session opened', {
-      session: this.id, peer: this.peer, connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs, encrypted: this.encrypted,
-    });
-  }
-
-  /**
-   * OPEN_REQ's Encryption and SESSION_KEY (docs/protocol.md, encryption): the session key, null for
-   * a plain session, or undefined when the OPEN was refused (the refusal is sent and the
-   * connection is closing).
-   */
-  openEncryption(msg) {
-    const { desKey, des: desConfig } = this.gateway.config;
-    if (msg.encryption === 0) {
-      if (!desConfig.require) return null;
-      this.log.warn('OPEN_REQ refused: this host requires DES encryption (des.require) and the router asked for none', { session: this.id, peer: this.peer });
-      return this.refuseKey(msg, 'this host requires encryption', 'encryption required');
-    }
-    if (!desKey) {
-      this.log.warn(
-        'OPEN_REQ refused: the router asks for DES encryption and no key is configured (GED145_DES_KEY or des.keyFile)', { session: this.id, peer: this.peer }
-      );
-      return this.refuseKey(msg, 'encryption is not configured on this host', 'encryption requested without a key');
-    }
-    const sessionKey = des.openSessionKey(desKey, msg.sessionKey);
-    if (sessionKey === null) {
-      this.log.warn(
-        'OPEN_REQ refused: SESSION_KEY does not decrypt to two equal halves (the router and the host have different private keys?)',
-        { session: this.id, peer: this.peer }
-      );
-      return this.refuseKey(msg, 'session key does not match', 'invalid session key');
-    }
-    return sessionKey;
-  }
-
-  refuseKey(msg, text, reason) {
-    this.failure(msg.invokeId, STATUS.E_AG_INVALID_KEY, text);
-    this.end(reason);
-    return undefined;
-  }
-
-  /** docs/protocol.md, encryption: with a session key every tag of QUERY_REQ, QUERY_RESP and FAILURE_CONF is DES-encrypted. */
-  setEncryption(sessionKey) {
-    this.encrypted = sessionKey !== null;
-    const cipher = sessionKey === null ? undefined : des.createSessionCipher(sessionKey, {
-      onDropped: (tag, why) => {
-        this.counters.droppedFields++;
-        const n = this.throttle.hit('dropped-field');
-        if (n) this.log.warn(
-          `ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: n }
-        );
-      },
-    });
-    this.reply.setCipher(cipher);
-    this.link.setCipher(cipher);
-  }
-
-  idleTimeoutFor(requested) {
-    if (requested === 0) return this.limits.defaultIdleTimeoutMs;
-    if (requested >= IDLE_TIMEOUT_RANGE.min && requested <= IDLE_TIMEOUT_RANGE.max) return requested;
-    const n = this.throttle.hit('idle-timeout');
-    if (n) {
-      this.log.warn(`OPEN_REQ IdleTimeout ${requested} ms is outside ${IDLE_TIMEOUT_RANGE.min}..${IDLE_TIMEOUT_RANGE.max}; using limits.defaultIdleTimeoutMs`, {
-        session: this.id, peer: this.peer, defaultIdleTimeoutMs: this.limits.defaultIdleTimeoutMs,
-      });
-    }
-    return this.limits.defaultIdleTimeoutMs;
+    openSession(this, msg);
   }
 
   onHeartbeat(msg) {
