@@ -51,6 +51,15 @@ class ConfigError extends OperatorError {
   }
 }
 
+/** A failed listen(), as the operator should read it; other errors as they are. */
+function listenError(err, host, port) {
+  if (err.code === 'EADDRINUSE') return new OperatorError(`port ${port} on ${host} is already in use`);
+  if (err.code === 'EACCES') return new OperatorError(`not allowed to listen on ${host}:${port}`);
+  if (err.code === 'EADDRNOTAVAIL') return new OperatorError(`cannot listen on ${host}:${port}: ${host} is not an address of this machine`);
+  if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return new OperatorError(`cannot listen on ${host}:${port}: no such host name`);
+  return err;
+}
+
 /** The message of whatever was thrown (an Error, a string, a Proxy whose getters throw), for a log line. */
 function messageOf(err) {
   try {
@@ -61,5 +70,5 @@ function messageOf(err) {
 }
 
 module.exports = {
-  CODES, UsageError, OperatorError, ConfigError, messageOf,
+  CODES, UsageError, OperatorError, ConfigError, listenError, messageOf,
 };

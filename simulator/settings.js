@@ -3,10 +3,12 @@
 // The router's own settings (docs/protocol.md sections 6 and 8), with the router's defaults.
 // Every one can be overridden; the names are the ICM configuration names in camelCase + unit.
 
+const { ROUTER_REQUEST_TIMEOUT_MS } = require('../lib/protocol');
+
 const ROUTER_DEFAULTS = Object.freeze({
   versions: [2], // tried highest first; E_AG_INVALID_VERSION -> the next lower one
   connectInfo: 'ged145-router-sim',
-  requestTimeoutMs: 300,
+  requestTimeoutMs: ROUTER_REQUEST_TIMEOUT_MS,
   lateTimeoutMs: 500, // informational: replies after requestTimeoutMs are counted late
   errorThreshold: 0, // consecutive errors that force a reconnect; 0 = off
   heartbeatIntervalMs: 15_000,

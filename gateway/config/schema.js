@@ -9,7 +9,7 @@
 // entry) is checked after it, in index.js.
 
 const {
-  DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32, VAR_COUNT, VAR_NUMBER, IDLE_TIMEOUT_RANGE,
+  DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32, VAR_COUNT, VAR_NUMBER, IDLE_TIMEOUT_RANGE, ROUTER_REQUEST_TIMEOUT_MS,
 } = require('../../lib/protocol');
 const { ENGINE_NAMES } = require('../backend/engines');
 const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
@@ -167,11 +167,11 @@ const SCHEMA = {
       status: intMap(STATUS, 'the number on the wire of each status code'),
     }),
     deadlineMs: int(1, 60_000, 250, {
-      description: "per-query deadline; below routerRequestTimeoutMs",
-      'x-env': 'GED145_DEADLINE_MS', 'x-flag': flag('deadline', 'MS', "per-query deadline, below the router's 300"),
+      description: 'per-query deadline; below routerRequestTimeoutMs',
+      'x-env': 'GED145_DEADLINE_MS', 'x-flag': flag('deadline', 'MS', `per-query deadline, below the router's ${ROUTER_REQUEST_TIMEOUT_MS}`),
       'x-must': 'must be an integer of milliseconds from 1 to 60000',
     }),
-    routerRequestTimeoutMs: int(1, 600_000, 300, {
+    routerRequestTimeoutMs: int(1, 600_000, ROUTER_REQUEST_TIMEOUT_MS, {
       description: "the router's RequestTimeout", 'x-must': 'must be an integer of milliseconds from 1 to 600000',
     }),
     duplicates: oneOf(['forward', 'answer-empty'], 'forward', {

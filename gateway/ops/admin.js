@@ -4,6 +4,7 @@
 
 const http = require('node:http');
 const express = require('express');
+const { listenError } = require('../../lib/errors');
 
 /**
  * createAdminApp({health(), ready(), sessions(), metrics()}) — each a function, so the same app
@@ -44,6 +45,30 @@ function createAdminApp({
   return app;
 }
 
+/**
+ * The admin port of a gateway or a cluster primary: {host, port} from config.admin (port null:
+ * none, and null is returned), sources as createAdminApp takes them. Logs where it listens;
+ * resolves {port, close()}; a failed listen is an OperatorError naming the address.
+ */
+async function startAdmin({ host, port }, log, sources) {
+  if (port === null) return null;
+  let server;
+  try {
+    server = await listenAdmin(createAdminApp(sources), port, host);
+  } catch (err) {
+    throw listenError(err, host, port);
+  }
+  const bound = server.address().port;
+  log.info(`admin on http://${host}:${bound} (/health /ready /sessions /metrics)`);
+  return {
+    port: bound,
+    close() {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(r));
+    },
+  };
+}
+
 function listenAdmin(app, port, host) {
   const server = http.createServer(app);
   return new Promise((resolve, reject) => {
@@ -55,4 +80,4 @@ function listenAdmin(app, port, host) {
   });
 }
 
-module.exports = { createAdminApp, listenAdmin };
+module.exports = { createAdminApp, startAdmin };

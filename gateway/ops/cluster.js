@@ -13,12 +13,11 @@ const cluster = require('node:cluster');
 const { AggregatorRegistry } = require('prom-client');
 const { Gateway } = require('../server');
 const { Metrics } = require('./metrics');
-const { createAdminApp, listenAdmin } = require('./admin');
+const { startAdmin } = require('./admin');
 const { createLogger } = require('../../lib/logger');
 const { compileConfig } = require('../config');
 
-const { OperatorError } = require('../../lib/errors');
-const { listenError } = require('../index');
+const { OperatorError, listenError } = require('../../lib/errors');
 
 const ASK = 'ged145:ask';
 const READY = 'ged145:ready';
@@ -143,21 +142,16 @@ async function startCluster(config, { log } = {}) {
   starting = false;
   logger.info(`${config.workers} workers listening for ICM routers on ${config.host}:${port}`);
 
-  let admin = null;
-  if (config.admin.port !== null) {
-    const app = createAdminApp({
-      health: async () => ({ workers: await ask('health') }),
-      ready: () => !draining,
-      sessions: async () => (await ask('sessions')).flat(),
-      metrics: () => aggregator.clusterMetrics(),
-      contentType: aggregator.contentType,
-    });
-    admin = await listenAdmin(app, config.admin.port, config.admin.host);
-    logger.info(`admin on http://${config.admin.host}:${admin.address().port} (/health /ready /sessions /metrics)`);
-  }
+  const admin = await startAdmin(config.admin, logger, {
+    health: async () => ({ workers: await ask('health') }),
+    ready: () => !draining,
+    sessions: async () => (await ask('sessions')).flat(),
+    metrics: () => aggregator.clusterMetrics(),
+    contentType: aggregator.contentType,
+  });
   return {
     port,
-    adminPort: admin ? admin.address().port : null,
+    adminPort: admin === null ? null : admin.port,
     /** SIGHUP: the primary validated the new settings; each worker compiles and applies them. */
     reload(next) {
       env.GED145_WORKER_CONFIG = JSON.stringify(next); // a worker started later starts with it too
@@ -170,10 +164,7 @@ async function startCluster(config, { log } = {}) {
       const exits = Object.values(cluster.workers).map((w) => new Promise((r) => w.once('exit', r)));
       for (const w of Object.values(cluster.workers)) w.send({ type: ASK, what: 'shutdown', id: 0 });
       await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, config.shutdownTimeoutMs + 3000).unref())]);
-      if (admin) {
-        admin.closeAllConnections();
-        await new Promise((r) => admin.close(r));
-      }
+      if (admin !== null) await admin.close();
     },
   };
 }

@@ -89,6 +89,8 @@ const MAX_TAG_DATA = 255;
 /** [decision] ECC limits taken from the CTI convention. */
 const MAX_ECC_NAME = 32;
 const MAX_ECC_VALUE = 210;
+/** The router's default RequestTimeout (docs/protocol.md): a reply later than this is too late. */
+const ROUTER_REQUEST_TIMEOUT_MS = 300;
 const VAR_COUNT = 10;
 /** OPEN_REQ IdleTimeout values taken as they are, in ms (1 s to 24 h; 0 and others: the host's default). */
 const IDLE_TIMEOUT_RANGE = Object.freeze({ min: 1000, max: 24 * 60 * 60 * 1000 });
@@ -98,5 +100,5 @@ const MAX_UINT32 = 0xffffffff;
 
 module.exports = {
   MESSAGE_TYPES, MESSAGE_NAMES, ROUTER_TO_HOST, HOST_TO_ROUTER, TAGS, STATUS, STATUS_NAMES, QUERY_FLAGS, HEADER_LENGTH,
-  DEFAULT_MAX_MESSAGE_LENGTH, MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT, VAR_NUMBER, IDLE_TIMEOUT_RANGE, MAX_UINT32,
+  DEFAULT_MAX_MESSAGE_LENGTH, MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT, VAR_NUMBER, IDLE_TIMEOUT_RANGE, ROUTER_REQUEST_TIMEOUT_MS, MAX_UINT32,
 };
