@@ -68,8 +68,8 @@ module.exports = [
     languageOptions: { globals: { ...globals.node, ...globals.mocha } },
   },
   {
-    // The HTML report's page script runs in the browser.
-    files: ['runner/report/page/**/*.js'],
+    // The HTML report's and the status page's scripts run in the browser.
+    files: ['runner/report/page/**/*.js', 'gateway/ops/page/**/*.js'],
     languageOptions: { globals: { ...globals.browser } },
   },
 ];

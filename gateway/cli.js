@@ -78,6 +78,7 @@ async function main(values) {
       next = loadConfig(source);
     } catch (err) {
       log.error(`reload refused, the running configuration stays in force: ${err.message}`);
+      running.reloadRefused(err.message);
       return;
     }
     if (next.backend.url === null && sim) next.backend.url = sim.url;

@@ -25,6 +25,7 @@ async function startGateway(config, { log } = {}) {
       sessions: () => gateway.toJSON(),
       metrics: () => gateway.metrics.text(),
       contentType: gateway.metrics.registry.contentType,
+      status: () => gateway.status(),
     });
   } catch (err) {
     await gateway.shutdown('admin port failed');
@@ -33,6 +34,7 @@ async function startGateway(config, { log } = {}) {
   return {
     gateway,
     reload: (next) => gateway.reload(next),
+    reloadRefused: (message) => gateway.reloadRefused(message),
     port: gateway.port,
     adminPort: admin === null ? null : admin.port,
     async stop(reason) {

@@ -13,6 +13,7 @@ const { Session } = require('./session/session');
 const { QueryResolver } = require('./backend');
 const { Metrics } = require('./ops/metrics');
 const { warmUp } = require('./ops/warmup');
+const { RecentLines, ProcessStatus } = require('./ops/status');
 
 const SESSION_REFUSAL_LOG_MS = 60_000;
 
@@ -39,6 +40,10 @@ class Gateway {
     this.server.on('drop', () => this.metrics.connectionsRefused.inc({ reason: 'max_connections' }));
     this.idleWaiters = [];
     this.sessionRefusals = { count: 0, loggedAt: 0 };
+    this.recent = new RecentLines(); // the last warnings, for the status page
+    if (typeof this.log.add === 'function') this.log.add(this.recent);
+    this.processStatus = null; // made at the first look at the status page
+    this.lastReload = null; // {at, ok, restartNeeded | error}
   }
 
   async listen(port = this.config.port, host = this.config.host) {
@@ -172,6 +177,7 @@ class Gateway {
     const bound = this.config.deadlineMs + this.config.limits.closeLingerMs + 1000;
     await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, bound).unref())]);
     await this.resolver.close();
+    if (this.processStatus !== null) this.processStatus.close();
     this.log.info('stopped');
   }
 
@@ -202,7 +208,30 @@ class Gateway {
     if (needRestart.length > 0) {
       this.log.warn(`reload: ${needRestart.join(', ')} changed and will apply only after a restart`);
     }
+    this.lastReload = { at: new Date().toISOString(), ok: true, restartNeeded: needRestart };
     return needRestart;
+  }
+
+  /** A reload that never reached reload(): the new file was refused; the running settings stay. */
+  reloadRefused(message) {
+    this.lastReload = { at: new Date().toISOString(), ok: false, error: message };
+  }
+
+  /** What the admin port's status page shows of this process (ops/status.js). */
+  async status() {
+    if (this.processStatus === null) this.processStatus = new ProcessStatus();
+    const refused = {};
+    for (const v of (await this.metrics.connectionsRefused.get()).values) refused[v.labels.reason] = v.value;
+    return {
+      processes: [{ role: 'gateway', ...this.processStatus.toJSON() }],
+      config: { file: this.config.configFile || null, lastReload: this.lastReload, workers: this.config.workers },
+      listener: { host: this.config.host, port: this.port, tls: this.tls === true, deadlineMs: this.config.deadlineMs },
+      sessions: this.toJSON(),
+      refused,
+      history: this.metrics.history.toJSON(),
+      backend: this.resolver.toJSON(),
+      warnings: this.recent.lines,
+    };
   }
 
   toJSON() {

@@ -20,13 +20,14 @@ const AT_DEADLINE = Object.freeze(hostError(REASON.DEADLINE, 'deadline'));
 class QueryResolver {
   /** cache: an AnswerCache to keep (a reload with the same cache settings keeps its entries). */
   constructor(config, { log = null, metrics = null, cache } = {}) {
-    this.backend = new Backend(config, { log, metrics });
     this.metrics = metrics;
     this.routes = config.compiledRoutes;
     const availability = config.availability || { fallback: null, cache: null };
     this.top = { fallback: availability.fallback, cache: availability.cache };
     // One cache for the process; its size and store come from the top level, or the first route that has one.
     const first = availability.cache || [...this.routes.values()].map((r) => r.cache).find(Boolean);
+    const fallback = availability.fallback || [...this.routes.values()].some((r) => r.fallback);
+    this.backend = new Backend(config, { log, metrics, instead: insteadText(Boolean(first), Boolean(fallback)) });
     if (!first) this.cache = null;
     else this.cache = cache || new AnswerCache(first, { log, metrics, maxBody: config.limits.maxMessageLength });
     if (metrics) metrics.cacheSize = () => (this.cache === null ? null : this.cache.toJSON());
@@ -104,6 +105,14 @@ class QueryResolver {
     if (this.cache !== null && !keepCache) await this.cache.close();
     await this.backend.close();
   }
+}
+
+/** What the router gets while the backend fails, as the health's log line says it. */
+function insteadText(cache, fallback) {
+  if (cache && fallback) return 'a stale cached answer where there is one, else the fallback answer';
+  if (cache) return 'a stale cached answer where there is one, else E_AG_HOST_ERROR1';
+  if (fallback) return 'the fallback answer';
+  return 'E_AG_HOST_ERROR1';
 }
 
 module.exports = { QueryResolver };

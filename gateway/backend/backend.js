@@ -42,13 +42,14 @@ const NOT_SENT = new Set([REASON.UNREACHABLE]);
 
 class Backend {
   /** log and metrics are optional (the warm-up runs without them). */
-  constructor(config, { log = null, metrics = null } = {}) {
+  /** instead: what the router gets while the backend fails, for the health's log line. */
+  constructor(config, { log = null, metrics = null, instead } = {}) {
     this.routes = config.compiledRoutes; // a Map: subtypes such as "__proto__" or "constructor" are plain keys
     this.deadlineMs = config.deadlineMs;
     this.log = log;
     this.metrics = metrics;
     this.throttle = new LogThrottle();
-    this.health = new BackendHealth({ log, metrics });
+    this.health = new BackendHealth({ log, metrics, instead });
     this.engine = createEngine(config.backend.engine, {
       connections: config.backend.connections,
       maxResponseBytes: config.backend.maxResponseBytes,

@@ -2,16 +2,21 @@
 
 // Whether the backend is answering, as the queries see it. A run of FAIL_AFTER host errors in a
 // row (5xx, unreachable, reset, bad JSON, deadline) makes it `failing`; the first answer (2xx or
-// 4xx) makes it `reachable` again. Each change is logged, at most one line per LOG_EVERY_MS (a
-// flapping backend cannot flood the log: the next line says how many changes it folded in),
-// counted in ged145_backend_up, and shown on /health.
+// 4xx) makes it `reachable` again. The failing line (a warning) says what the router gets
+// meanwhile; it comes at most once per LOG_EVERY_MS (a flapping backend cannot flood the log:
+// the next line says how many changes it folded in). The recovery after a logged failure is
+// logged when it happens, at info. Both are counted in ged145_backend_up and shown on /health.
 
 const FAIL_AFTER = 5;
 const LOG_EVERY_MS = 10_000;
 
 class BackendHealth {
-  constructor({ log, metrics, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS } = {}) {
+  /** instead: what the router gets while the backend fails ("E_AG_HOST_ERROR1", "the fallback answer"...). */
+  constructor({
+    log, metrics, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, instead = 'E_AG_HOST_ERROR1',
+  } = {}) {
     this.log = log;
+    this.instead = instead;
     this.metrics = metrics;
     this.failAfter = failAfter;
     this.logEveryMs = logEveryMs;
@@ -46,7 +51,8 @@ class BackendHealth {
     this.since = Date.now();
     this.failuresInState = 0;
     if (this.metrics) this.metrics.backendUp.set(to === 'reachable' ? 1 : 0);
-    if (Date.now() - this.loggedAt >= this.logEveryMs) this.write({ from, failed, lasted });
+    // Good news after a logged failure goes out at once; otherwise one line per logEveryMs.
+    if ((to === 'reachable' && this.loggedState === 'failing') || Date.now() - this.loggedAt >= this.logEveryMs) this.write({ from, failed, lasted });
     else {
       this.unlogged++;
       if (this.logTimer === null) {
@@ -68,12 +74,12 @@ class BackendHealth {
     const folded = this.unlogged > 0 ? { changesNotLogged: this.unlogged } : {};
     if (this.state === 'failing') {
       const what = `${this.consecutiveFailures} queries in a row got no answer (last: ${this.lastError})`;
-      this.log.warn(`backend failing: ${what}; they are answered E_AG_HOST_ERROR1`, {
+      this.log.warn(`backend failing: ${what}; the router gets ${this.instead}`, {
         consecutiveFailures: this.consecutiveFailures, lastError: this.lastError, ...folded,
       });
     } else {
       const after = from === 'failing' ? { failedQueries: failed, failingForMs: lasted } : {};
-      this.log.warn('backend reachable again', { ...after, ...folded });
+      this.log.info('backend reachable again', { ...after, ...folded });
     }
     this.loggedAt = Date.now();
     this.loggedState = this.state;

@@ -62,8 +62,11 @@ function labelOf(outcome) {
   }
 }
 
-const OK_LABELS = new Set([LABEL.OK, LABEL.DUPLICATE]);
-/** Whether a label counts as an answer the router can use, for a session's totals. */
+const OK_LABELS = new Set([LABEL.OK, LABEL.DUPLICATE, LABEL.CACHED, LABEL.STALE, LABEL.FALLBACK]);
+/**
+ * Whether a label counts as answered (QUERY_RESP with data the router can use: from the backend,
+ * the cache, a stale answer or the fallback) for a session's ok/failed totals; the rest failed.
+ */
 const isAnswered = (label) => OK_LABELS.has(label);
 
 module.exports = {

@@ -211,7 +211,9 @@ function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = 
     delete sources[key]; // a flag wins over the environment
   }
   const config = merge(merge(structuredClone(DEFAULTS), fromFile), layered);
-  return compileConfig(validate(config, sources), { baseDir, env });
+  const compiled = compileConfig(validate(config, sources), { baseDir, env });
+  compiled.configFile = file ? path.resolve(file) : null; // for the status page
+  return compiled;
 }
 
 /** `ged145 config schema`: the JSON Schema of the config file, for editors ("$schema") and other validators. */

@@ -1,20 +1,34 @@
 'use strict';
 
-// The admin HTTP port (express): /health, /ready, /sessions, /metrics.
+// The admin HTTP port (express): / (the live status page), /status (its JSON), /health, /ready,
+// /sessions, /metrics.
 
 const http = require('node:http');
 const express = require('express');
 const { listenError } = require('../../lib/errors');
+const { statusPage } = require('./status-page');
 
 /**
  * createAdminApp({health(), ready(), sessions(), metrics()}) — each a function, so the same app
  * serves a single gateway or a cluster primary that asks its workers.
  */
 function createAdminApp({
-  health = () => ({}), ready, sessions, metrics, contentType = 'text/plain; version=0.0.4; charset=utf-8',
+  health = () => ({}), ready, sessions, metrics, status, contentType = 'text/plain; version=0.0.4; charset=utf-8',
 }) {
   const app = express();
   app.disable('x-powered-by');
+  app.get('/', (req, res) => {
+    // The page and everything it needs, from this host only: no script, style or font elsewhere.
+    res.set('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:");
+    res.type('html').send(statusPage());
+  });
+  app.get('/status', async (req, res, next) => {
+    try {
+      res.set('cache-control', 'no-store').json(await status());
+    } catch (err) {
+      next(err);
+    }
+  });
   app.get('/health', async (req, res, next) => {
     try {
       res.json({ status: 'ok', ...(await health()) });
@@ -59,7 +73,7 @@ async function startAdmin({ host, port }, log, sources) {
     throw listenError(err, host, port);
   }
   const bound = server.address().port;
-  log.info(`admin on http://${host}:${bound} (/health /ready /sessions /metrics)`);
+  log.info(`admin on http://${host}:${bound} (status page at /; /status /health /ready /sessions /metrics)`);
   return {
     port: bound,
     close() {

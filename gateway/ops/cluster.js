@@ -14,6 +14,7 @@ const { AggregatorRegistry } = require('prom-client');
 const { Gateway } = require('../server');
 const { Metrics } = require('./metrics');
 const { startAdmin } = require('./admin');
+const { RecentLines, ProcessStatus, mergeStatus } = require('./status');
 const { createLogger } = require('../../lib/logger');
 const { compileConfig } = require('../config');
 
@@ -44,6 +45,8 @@ async function runWorker(config) {
   process.on('message', (msg) => {
     if (msg && msg.type === ASK && msg.what === 'health') {
       process.send({ type: ANSWER, id: msg.id, data: { pid: process.pid, backend: gateway.resolver.toJSON() } });
+    } else if (msg && msg.type === ASK && msg.what === 'status') {
+      gateway.status().then((data) => process.send({ type: ANSWER, id: msg.id, data }));
     } else if (msg && msg.type === ASK && msg.what === 'sessions') {
       process.send({ type: ANSWER, id: msg.id, data: gateway.toJSON().map((s) => ({ ...s, pid: process.pid })) });
     } else if (msg && msg.type === ASK && msg.what === 'reload') {
@@ -142,7 +145,18 @@ async function startCluster(config, { log } = {}) {
   starting = false;
   logger.info(`${config.workers} workers listening for ICM routers on ${config.host}:${port}`);
 
+  const recent = new RecentLines();
+  logger.add(recent);
+  const processStatus = new ProcessStatus();
+  let lastReload = null;
+  const status = async () => mergeStatus({
+    processes: [{ role: 'primary', ...processStatus.toJSON() }],
+    config: { file: config.configFile || null, lastReload, workers: config.workers },
+    listener: { host: config.host, port, tls: config.tls.cert !== null, deadlineMs: config.deadlineMs },
+    warnings: recent.lines,
+  }, (await ask('status')).filter((w) => w && w.processes));
   const admin = await startAdmin(config.admin, logger, {
+    status,
     health: async () => ({ workers: await ask('health') }),
     ready: () => !draining,
     sessions: async () => (await ask('sessions')).flat(),
@@ -157,6 +171,10 @@ async function startCluster(config, { log } = {}) {
       env.GED145_WORKER_CONFIG = JSON.stringify(next); // a worker started later starts with it too
       for (const w of Object.values(cluster.workers)) w.send({ type: ASK, what: 'reload', id: 0, settings: JSON.parse(JSON.stringify(next)) });
       logger.info(`configuration sent to ${Object.keys(cluster.workers).length} workers`);
+      lastReload = { at: new Date().toISOString(), ok: true, restartNeeded: [] };
+    },
+    reloadRefused(message) {
+      lastReload = { at: new Date().toISOString(), ok: false, error: message };
     },
     async stop() {
       draining = true;
@@ -165,6 +183,7 @@ async function startCluster(config, { log } = {}) {
       for (const w of Object.values(cluster.workers)) w.send({ type: ASK, what: 'shutdown', id: 0 });
       await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, config.shutdownTimeoutMs + 3000).unref())]);
       if (admin !== null) await admin.close();
+      processStatus.close();
     },
   };
 }

@@ -7,6 +7,7 @@
 
 const client = require('prom-client');
 const { text: { printable } } = require('../../lib/protocol');
+const { History } = require('./status');
 
 const OTHER = '(other)';
 const SESSION_STATES = Object.freeze(['connected', 'open', 'closing']);
@@ -103,6 +104,7 @@ class Metrics {
     this.others = 0; // labels given to subtypes that are not configured routes
     this.durations = new Map(); // outcome -> histogram child
     this.responseClasses = new Map(); // '2xx', '5xx'..., 'error' -> counter child
+    this.history = new History(); // the last minutes second by second, for the status page (status.js)
   }
 
   /** Which subtypes always get a label of their own, and how many others may. */
@@ -127,6 +129,7 @@ class Metrics {
       this.durations.set(outcome, hist);
     }
     hist.observe(seconds);
+    this.history.query(byOutcome.label, outcome, seconds);
   }
 
   /** Hot path: one backend request's end, by class ('2xx', '5xx'..., or 'error' for no answer), and its round trip if it got one. */
@@ -138,6 +141,7 @@ class Metrics {
     }
     counter.inc();
     if (seconds !== null) this.backendDuration.observe(seconds);
+    this.history.backend(responseClass, seconds);
   }
 
   /** The outcome map of a subtype not seen before (or of "(other)" once the others are used up). */

@@ -67,6 +67,8 @@ class Session {
     this.state = 'connected';
     this.peer = `${socket.remoteAddress}:${socket.remotePort}`;
     this.connectedAt = new Date();
+    this.lastHeartbeatAt = 0;
+    this.tls = socket.encrypted === true; // a TLSSocket
     this.openedAt = null;
     this.connectInfo = undefined;
     this.version = undefined;
@@ -86,6 +88,7 @@ class Session {
     this.barrierHeld = false; // an OPEN_REQ or CLOSE_REQ waits in the backlog: decoding waits too
     this.drainScheduled = false;
     this.expiredToAbort = []; // queries answered at their deadline whose backend request is still to be aborted
+    this.outcomes = {}; // replies by their `outcome` label (ok, cached, stale, fallback, host_error...)
     this.counters = {
       queries: 0, ok: 0, failed: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0, lost: 0,
     };
@@ -205,6 +208,7 @@ class Session {
   onHeartbeat(msg) {
     // Answered at once, never queued behind queries (docs/protocol.md, timing).
     this.counters.heartbeats++;
+    this.lastHeartbeatAt = Date.now();
     this.metrics.heartbeats.inc();
     this.send(serialize.heartbeatConf(msg.invokeId));
   }
@@ -299,6 +303,7 @@ class Session {
     this.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
     if (isAnswered(outcome)) this.counters.ok++;
     else this.counters.failed++;
+    this.outcomes[outcome] = (this.outcomes[outcome] || 0) + 1;
     this.metrics.observeQuery(q.subtype, outcome, seconds);
     if (p !== null) this.afterSettle();
   }
@@ -399,6 +404,7 @@ class Session {
       abandonedQueries: lost,
       unreadBytes: this.link.unreadBytes,
       ...this.counters,
+      outcomes: { ...this.outcomes, ...(lost > 0 ? { [LABEL.LOST]: lost } : {}) },
     });
   }
 
@@ -412,13 +418,16 @@ class Session {
       connectInfo: this.connectInfo,
       version: this.version,
       encrypted: this.encrypted,
+      tls: this.tls,
       connectedAt: this.connectedAt.toISOString(),
+      lastHeartbeatAt: this.lastHeartbeatAt === 0 ? null : new Date(this.lastHeartbeatAt).toISOString(),
       openedAt: this.openedAt && this.openedAt.toISOString(),
       idleTimeoutMs: this.idleTimeoutMs,
       inFlight: this.inflight.size,
       waiting: this.waiting,
       paused: this.link.paused,
       counters: { ...this.counters },
+      outcomes: { ...this.outcomes },
     };
   }
 }

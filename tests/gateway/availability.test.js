@@ -84,6 +84,29 @@ describe('availability', function () {
       assert.equal(o.ok, 1);
     });
 
+    it('the log says the router gets the fallback, says so again at info as soon as the backend is back, and counts fallback answers as answered', async () => {
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, { fallback: { vars: { 2: 'default' } }, 'breaker.enabled': false });
+      assert.deepEqual((await c.ask({ subtype: 's', clid: '1' })).vars, { 1: 'live-1' });
+      b.mode = '500';
+      for (let i = 0; i < 6; i++) assert.equal((await c.ask({ subtype: 's', clid: '1' })).vars[2], 'default');
+      const failing = stack.log.lines.filter((l) => /^backend failing/.test(l.message));
+      assert.equal(failing.length, 1);
+      assert.match(failing[0].message, /; the router gets the fallback answer$/);
+      assert.equal(failing[0].level, 'warn');
+      b.mode = 'ok';
+      await c.ask({ subtype: 's', clid: '1' });
+      const back = stack.log.lines.filter((l) => l.message === 'backend reachable again');
+      assert.equal(back.length, 1, 'logged when it happened, not at the next line 10 s later');
+      assert.equal(back[0].level, 'info');
+      c.close();
+      for (let i = 0; i < 100 && !stack.log.lines.some((l) => l.message === 'router disconnected'); i++) await new Promise((r) => setTimeout(r, 20));
+      const closed = stack.log.lines.find((l) => l.message === 'router disconnected');
+      assert.deepEqual([closed.queries, closed.ok, closed.failed], [8, 8, 0], 'a fallback answer is an answer');
+      assert.deepEqual(closed.outcomes, { ok: 2, fallback: 6 });
+    });
+
     it('a 4xx stays E_AG_HOST_ERROR2 unless fallback.on4xx; a route may set its own fallback or none', async () => {
       const b = await switchable();
       cleanup.push(() => b.close());

@@ -93,16 +93,19 @@ describe('BackendHealth (unit, fake clock)', () => {
   beforeEach(() => { clock = sinon.useFakeTimers({ now: 5_000_000 }); });
   afterEach(() => clock.restore());
 
-  function health() {
+  function health(options = {}) {
     const lines = [];
-    const log = { warn: (message, meta) => lines.push({ message, meta }) };
+    const log = {
+      warn: (message, meta) => lines.push({ level: 'warn', message, meta }),
+      info: (message, meta) => lines.push({ level: 'info', message, meta }),
+    };
     const up = [];
-    const h = new BackendHealth({ log, metrics: { backendUp: { set: (v) => up.push(v) } } });
+    const h = new BackendHealth({ log, metrics: { backendUp: { set: (v) => up.push(v) } }, ...options });
     return { h, lines, up };
   }
 
   it('five failures in a row make it failing, the first answer reachable again; a failure between answers does not', () => {
-    const { h, lines, up } = health();
+    const { h, lines, up } = health({ instead: 'the fallback answer' });
     for (let i = 0; i < 4; i++) h.failure('reset');
     h.success();
     for (let i = 0; i < 4; i++) h.failure('reset');
@@ -110,22 +113,32 @@ describe('BackendHealth (unit, fake clock)', () => {
     h.failure('unreachable: ECONNREFUSED 127.0.0.1:9');
     assert.equal(h.state, 'failing');
     assert.equal(h.toJSON().lastError, 'unreachable: ECONNREFUSED 127.0.0.1:9');
-    assert.match(lines[0].message, /backend failing: 5 queries in a row got no answer \(last: unreachable: ECONNREFUSED/);
+    assert.equal(lines[0].level, 'warn');
+    assert.match(lines[0].message, /^backend failing: 5 queries in a row got no answer \(last: unreachable: ECONNREFUSED 127\.0\.0\.1:9\); the router gets the fallback answer$/);
+    clock.tick(1500);
+    for (let i = 0; i < 3; i++) h.failure('reset'); // failing meanwhile: one line was enough
     h.success();
     assert.equal(h.state, 'reachable');
     assert.deepEqual(up, [0, 1]);
+    // The good news when it happens, at info, not folded into the next line 10 s later.
+    assert.equal(lines.length, 2);
+    assert.equal(lines[1].level, 'info');
+    assert.equal(lines[1].message, 'backend reachable again');
+    assert.deepEqual(lines[1].meta, { failedQueries: 3, failingForMs: 1500 });
   });
 
-  it('a flapping backend logs at most a line per 10 s, and the next line says how many changes it folded in', () => {
+  it('a flapping backend logs at most one failing line per 10 s, and the next line says how many changes it folded in', () => {
     const { h, lines } = health();
     const flap = () => { for (let i = 0; i < 5; i++) h.failure('reset'); h.success(); };
-    flap(); // failing (logged), reachable (folded)
+    flap(); // failing (logged), reachable (logged at once)
+    flap(); // failing again within 10 s: folded, and back before anyone was told
     flap();
-    assert.equal(lines.length, 1);
-    clock.tick(10_000); // the quiet spell: where it ended up, if the last line said otherwise
-    assert.equal(lines.length, 2);
-    assert.match(lines[1].message, /backend reachable again/);
-    assert.equal(lines[1].meta.changesNotLogged, 3);
+    assert.deepEqual(lines.map((l) => l.message.split(':')[0]), ['backend failing', 'backend reachable again']);
+    for (let i = 0; i < 5; i++) h.failure('reset'); // failing, still within the 10 s
+    clock.tick(10_000); // the quiet spell: where it ended up, with the changes it folded in
+    assert.equal(lines.length, 3);
+    assert.match(lines[2].message, /^backend failing/);
+    assert.equal(lines[2].meta.changesNotLogged, 5);
     h.close();
   });
 });

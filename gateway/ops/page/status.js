@@ -1,0 +1,212 @@
+'use strict';
+
+// The status page's script: asks /status once a second and redraws every part in place. Text
+// that comes from routers or the backend (connectInfo, subtypes, errors) only ever becomes
+// textContent, never markup.
+
+(function statusPage() {
+  const COLORS = {
+    ok: '#15803d', cached: '#0e7490', stale: '#b45309', fallback: '#7c3aed', duplicate: '#65a30d',
+    app_error: '#db2777', host_error: '#b91c1c', deadline: '#ea580c', aborted: '#6b7280', lost_router_gone: '#111827', draining: '#9ca3af',
+  };
+  const FAILED = new Set(['app_error', 'host_error', 'deadline', 'lost_router_gone', 'draining']);
+  const WINDOW_S = 300;
+  const $ = (id) => document.getElementById(id);
+
+  /** An element with attributes and children (strings become text nodes). */
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === 'class') el.className = v;
+      else if (k === 'style') el.setAttribute('style', v);
+      else el.setAttribute(k, v);
+    }
+    for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof window.Node ? c : String(c));
+    return el;
+  }
+  const replace = (el, ...children) => el.replaceChildren(...children.flat());
+  const row = (cells, head = false) => h('tr', null, cells.map((c) => (head ? h('th', null, c) : (c && c.num !== undefined
+    ? h('td', { class: `num ${c.class || ''}` }, c.num) : h('td', c && c.class ? { class: c.class } : null, c && c.text !== undefined ? c.text : c)))));
+  const num = (n, cls) => ({ num: n, class: cls });
+  const fmt = (n, digits = 0) => (n === null || n === undefined || Number.isNaN(n)
+    ? '-' : Number(n).toLocaleString('en-US', { maximumFractionDigits: digits }));
+  const mb = (bytes) => fmt(bytes / 1048576, 1);
+  const ago = (iso) => {
+    if (!iso) return '-';
+    const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+    return s < 90 ? `${s} s ago` : s < 5400 ? `${Math.round(s / 60)} min ago` : `${fmt(s / 3600, 1)} h ago`;
+  };
+  const time = (iso) => (iso ? new Date(iso).toLocaleTimeString() : '-');
+  const duration = (s) => (s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${fmt(s / 3600, 1)} h`);
+
+  /** p-th percentile (0..1) of bucket counts, as the bucket's upper bound (ms). */
+  function percentile(counts, bounds, p) {
+    const total = counts.reduce((a, b) => a + b, 0);
+    if (total === 0) return null;
+    let seen = 0;
+    for (let i = 0; i < counts.length; i++) {
+      seen += counts[i];
+      if (seen >= p * total) return bounds[i] === null ? bounds[bounds.length - 2] * 2 : bounds[i];
+    }
+    return null;
+  }
+  const sum = (objs) => objs.reduce((acc, o) => {
+    for (const [k, v] of Object.entries(o)) acc[k] = (acc[k] || 0) + v;
+    return acc;
+  }, {});
+  const addBuckets = (list) => list.reduce((acc, b) => acc.map((n, i) => n + b[i]), list.length > 0 ? list[0].map(() => 0) : []);
+
+  /** An SVG line chart of series [{name, color, values}] over xs (seconds), with a y scale from 0. */
+  function lineChart(el, xs, series, unit) {
+    const W = 600;
+    const H = 170;
+    const pad = { l: 44, r: 8, t: 8, b: 20 };
+    const max = Math.max(1, ...series.flatMap((s) => s.values.filter((v) => v !== null)));
+    const top = niceCeil(max);
+    const x0 = xs.length > 0 ? xs[0] : 0;
+    const span = Math.max(1, (xs.length > 0 ? xs[xs.length - 1] : 1) - x0);
+    const px = (x) => pad.l + ((x - x0) / span) * (W - pad.l - pad.r);
+    const py = (y) => H - pad.b - (y / top) * (H - pad.t - pad.b);
+    const ns = 'http://www.w3.org/2000/svg';
+    const svg = document.createElementNS(ns, 'svg');
+    svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+    svg.setAttribute('preserveAspectRatio', 'none');
+    const add = (tag, attrs, text) => {
+      const e = document.createElementNS(ns, tag);
+      for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+      if (text !== undefined) e.textContent = text;
+      svg.append(e);
+    };
+    for (const f of [0, 0.5, 1]) {
+      add('line', { x1: pad.l, x2: W - pad.r, y1: py(top * f), y2: py(top * f), stroke: '#e5e7eb' });
+      add('text', { x: pad.l - 4, y: py(top * f) + 4, 'text-anchor': 'end', 'font-size': 10, fill: '#6b7280' }, fmt(top * f));
+    }
+    add('text', { x: pad.l, y: H - 4, 'font-size': 10, fill: '#6b7280' }, `-${Math.round(span)} s`);
+    add('text', { x: W - pad.r, y: H - 4, 'font-size': 10, fill: '#6b7280', 'text-anchor': 'end' }, `now (${unit})`);
+    for (const s of series) {
+      let d = '';
+      s.values.forEach((v, i) => {
+        if (v === null) return;
+        d += `${d === '' || s.values[i - 1] === null ? 'M' : 'L'}${px(xs[i]).toFixed(1)},${py(v).toFixed(1)}`;
+      });
+      if (d !== '') add('path', { d, fill: 'none', stroke: s.color, 'stroke-width': 1.5, 'vector-effect': 'non-scaling-stroke' });
+    }
+    el.replaceChildren(svg);
+  }
+  function niceCeil(v) {
+    const p = 10 ** Math.floor(Math.log10(v));
+    for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+    return 10 * p;
+  }
+  const legend = (el, series) => replace(el, series.map((s) => h('span', null, h('i', { style: `background:${s.color}` }), s.name)));
+
+  function render(st) {
+    const now = Math.floor(Date.now() / 1000);
+    const seconds = st.history.seconds.filter((s) => s.t > now - WINDOW_S);
+    const byT = new Map(seconds.map((s) => [s.t, s]));
+    const xs = [];
+    for (let t = now - WINDOW_S + 1; t <= now; t++) xs.push(t);
+    const last = (n) => seconds.filter((s) => s.t > now - n);
+    const outcomes5 = sum(seconds.map((s) => s.outcomes));
+    const total5 = Object.values(outcomes5).reduce((a, b) => a + b, 0);
+    const names = Object.keys(outcomes5).sort((a, b) => outcomes5[b] - outcomes5[a]);
+
+    // Header and tiles
+    const primary = st.processes[0];
+    replace($('summary'), `${primary.version} · up ${duration(primary.uptimeS)} · ${st.listener.host}:${st.listener.port}${st.listener.tls ? ' (TLS)' : ''}`
+      + ` · deadline ${st.listener.deadlineMs} ms · ${st.config.workers} worker${st.config.workers === 1 ? '' : 's'}`);
+    const rate10 = last(10).reduce((a, s) => a + Object.values(s.outcomes).reduce((x, y) => x + y, 0), 0) / 10;
+    const lat60 = addBuckets(last(60).map((s) => s.latency));
+    const failed60 = sum(last(60).map((s) => s.outcomes));
+    const all60 = Object.values(failed60).reduce((a, b) => a + b, 0);
+    const bad60 = Object.entries(failed60).filter(([k]) => FAILED.has(k)).reduce((a, [, v]) => a + v, 0);
+    const health = st.backend.length !== undefined ? st.backend : [st.backend];
+    const backendState = health.every((b) => b.state === 'reachable') ? 'reachable' : 'failing';
+    const open = st.sessions.filter((s) => s.state === 'open').length;
+    const tile = (label, value, cls, note) => h('div', { class: 'tile' },
+      h('small', null, label), h('b', { class: cls || '' }, value), note ? h('small', null, note) : null);
+    replace($('tiles'),
+      tile('queries/s (10 s)', fmt(rate10, 1)),
+      tile('p50 / p99 (60 s)', `${fmt(percentile(lat60, st.history.bounds, 0.5))} / ${fmt(percentile(lat60, st.history.bounds, 0.99))} ms`),
+      tile('failed (60 s)', all60 === 0 ? '-' : `${fmt((100 * bad60) / all60, 1)} %`, bad60 > 0 ? 'bad' : 'ok', `${fmt(bad60)} of ${fmt(all60)}`),
+      tile('sessions open', String(open), open > 0 ? 'ok' : 'warn', `${st.sessions.length} connected`),
+      tile('in flight', fmt(st.sessions.reduce((a, s) => a + s.inFlight + (s.waiting || 0), 0))),
+      tile('backend', backendState, backendState === 'reachable' ? 'ok' : 'bad'));
+
+    // Charts
+    const rateSeries = names.map((n) => ({
+      name: n, color: COLORS[n] || '#374151', values: xs.map((t) => (byT.has(t) ? byT.get(t).outcomes[n] || 0 : 0)),
+    }));
+    lineChart($('rate-chart'), xs, rateSeries, 'queries/s');
+    legend($('rate-legend'), rateSeries);
+    const latSeries = [
+      { name: 'p50', color: '#2563eb', values: xs.map((t) => (byT.has(t) ? percentile(byT.get(t).latency, st.history.bounds, 0.5) : null)) },
+      { name: 'p99', color: '#dc2626', values: xs.map((t) => (byT.has(t) ? percentile(byT.get(t).latency, st.history.bounds, 0.99) : null)) },
+    ];
+    lineChart($('latency-chart'), xs, latSeries, 'ms');
+    legend($('latency-legend'), latSeries);
+
+    // Sessions
+    const multi = st.processes.length > 1;
+    replace($('sessions'), row(['peer', 'connect info', ...(multi ? ['worker'] : []), 'state', 'opened', 'queries', 'ok', 'failed', 'in flight', 'waiting',
+      'last heartbeat', 'DES', 'TLS'], true), st.sessions.map((s) => row([s.peer, s.connectInfo || '-', ...(multi ? [String(s.pid)] : []),
+      { text: s.state, class: s.state === 'open' ? 'ok' : 'warn' }, time(s.openedAt), num(fmt(s.counters.queries)), num(fmt(s.counters.ok)),
+      num(fmt(s.counters.failed), s.counters.failed > 0 ? 'bad' : ''), num(fmt(s.inFlight)), num(fmt(s.waiting || 0)), ago(s.lastHeartbeatAt),
+      s.encrypted ? 'yes' : 'no', s.tls ? 'yes' : 'no'])));
+    const refused = Object.entries(st.refused).filter(([, n]) => n > 0);
+    replace($('refused'), refused.length === 0 ? 'no connection refused' : `connections refused: ${refused.map(([k, n]) => `${k} ${fmt(n)}`).join(', ')}`);
+
+    // Backend
+    const backendLat = addBuckets(last(60).map((s) => s.backendLatency));
+    const classes = sum(last(60).map((s) => s.backend));
+    const cache = health.map((b) => b.cache).find(Boolean);
+    const cachedShare = total5 === 0 ? null : (100 * ((outcomes5.cached || 0) + (outcomes5.stale || 0))) / total5;
+    replace($('backend'), health.map((b) => h('div', null,
+      h('b', { class: b.state === 'reachable' ? 'ok' : 'bad' }, b.state), ` since ${time(b.since)}`, b.pid ? ` (worker ${b.pid})` : '',
+      b.lastError ? h('span', { class: 'mute' }, ` · last error: ${b.lastError}`) : null)),
+    h('div', null, `requests (60 s): ${Object.entries(classes).map(([k, n]) => `${k} ${fmt(n)}`).join(', ') || 'none'}`
+      + ` · p50 / p99 ${fmt(percentile(backendLat, st.history.bounds, 0.5))} / ${fmt(percentile(backendLat, st.history.bounds, 0.99))} ms`),
+    h('div', null, cache ? `cache: ${fmt(cache.entries)} entries, ${mb(cache.bytes)} of ${mb(cache.maxBytes)} MiB${cache.store ? `, Redis ${cache.store}` : ''}`
+      + ` · answered from it (5 min): ${fmt(cachedShare, 1)} %` : 'cache: off'));
+    const circuits = health.flatMap((b) => Object.entries(b.circuits || {}).map(([origin, c]) => ({ origin, pid: b.pid, ...c })));
+    replace($('circuits'), row(['origin', ...(multi ? ['worker'] : []), 'circuit', 'since', 'last error'], true),
+      circuits.map((c) => row([
+        c.origin, ...(multi ? [String(c.pid)] : []), { text: c.state, class: c.state === 'closed' ? 'ok' : 'bad' }, time(c.since), c.lastError || '-',
+      ])));
+
+    // Outcomes and subtypes
+    const subtypes = sum(seconds.map((s) => s.subtypes));
+    replace($('outcomes'), row(['outcome or subtype', 'queries', 'share'], true),
+      names.map((n) => row([{ text: n, class: FAILED.has(n) ? 'bad' : 'ok' }, num(fmt(outcomes5[n])), num(`${fmt((100 * outcomes5[n]) / total5, 1)} %`)])),
+      Object.entries(subtypes).sort((a, b) => b[1] - a[1]).map(([k, n]) => row([`subtype ${k}`, num(fmt(n)), num(`${fmt((100 * n) / total5, 1)} %`)])));
+
+    // Processes, configuration, warnings
+    replace($('processes'), row(['role', 'pid', 'CPU %', 'RSS MiB', 'heap MiB', 'loop lag mean / p99 ms', 'up'], true),
+      st.processes.map((p) => row([p.role, String(p.pid), num(fmt(p.cpuPercent, 1)), num(mb(p.rssBytes)), num(mb(p.heapUsedBytes)),
+        num(`${fmt(p.eventLoopLag.meanMs, 1)} / ${fmt(p.eventLoopLag.p99Ms, 1)}`), duration(p.uptimeS)])));
+    const reload = st.config.lastReload;
+    replace($('config'), `config: ${st.config.file || 'none (defaults, environment, flags)'} · last reload: `,
+      reload === null ? 'none' : h('span', { class: reload.ok ? 'ok' : 'bad' }, `${time(reload.at)} ${reload.ok ? 'applied' : `refused: ${reload.error}`}`));
+    replace($('warnings'), st.warnings.length === 0 ? h('li', { class: 'mute' }, 'none') : st.warnings.slice().reverse()
+      .map((w) => h('li', { class: w.level === 'error' ? 'bad' : 'warn' }, `${time(w.at)} ${w.message}`)));
+  }
+
+  let failures = 0;
+  async function poll() {
+    try {
+      const res = await fetch('/status', { cache: 'no-store' });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      render(await res.json());
+      failures = 0;
+      $('updated').className = '';
+      $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
+      document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
+    } catch (err) {
+      failures++;
+      $('updated').className = 'stale';
+      $('updated').textContent = `no answer from the gateway (${failures}): ${err.message}`;
+    }
+    window.setTimeout(poll, 1000);
+  }
+  poll();
+}());

@@ -1,0 +1,136 @@
+'use strict';
+
+/* global document -- page.evaluate callbacks run in the browser */
+
+// The admin port's live status page, in real Chromium (playwright-core) against a real stack:
+// `ged145 gateway` and `ged145 rest-sim` as child processes, two router sessions (sides A and
+// B). The page loads with no script error, shows the sessions and the backend's state, updates
+// by itself, keeps its height, and asks nothing of any other host. With --workers 2 the primary
+// adds its workers' status up.
+
+const assert = require('node:assert/strict');
+const http = require('node:http');
+const { spawnCli } = require('../helpers/spawn');
+const { WireClient } = require('../helpers/wire');
+
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+
+const getJson = (port, path) => new Promise((resolve, reject) => {
+  http.get({ host: '127.0.0.1', port, path }, (res) => {
+    let body = '';
+    res.on('data', (d) => { body += d; });
+    res.on('end', () => resolve({
+      status: res.statusCode, headers: res.headers, json: res.headers['content-type'].includes('json') ? JSON.parse(body) : body,
+    }));
+  }).on('error', reject);
+});
+
+async function stack(extra = []) {
+  const sim = spawnCli(['rest-sim', '--port', '0', '--ready-json']);
+  const { url } = await sim.ready();
+  const gw = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', url, '--ready-json', ...extra]);
+  const ready = await gw.ready();
+  const routers = [];
+  for (const side of ['A', 'B']) {
+    const c = await WireClient.connect(ready.port);
+    await c.open({ config: `side-${side} lab` });
+    routers.push(c);
+  }
+  return {
+    ...ready,
+    routers,
+    async queries(n, from) {
+      for (const [i, c] of routers.entries()) {
+        for (let k = 0; k < n; k++) c.query(from + k, { subtype: 'customer.lookup', clid: `555${1000000 + (k % 10)}` });
+        await c.waitFor((m) => m.invokeId === from + n - 1, 5000).catch(() => assert.fail(`router ${i} got no answer`));
+      }
+    },
+    async stop() {
+      for (const c of routers) c.close();
+      gw.kill('SIGTERM');
+      sim.kill('SIGTERM');
+      await Promise.all([gw.exited, sim.exited]);
+    },
+  };
+}
+
+describe('the status page on the admin port', function () {
+  this.timeout(60_000);
+  let browser;
+  before(async () => {
+    const { chromium } = require('playwright-core');
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  after(async () => { if (browser) await browser.close(); });
+
+  it('shows both router sessions and the backend, updates by itself at a stable height, and asks no other host', async () => {
+    const s = await stack();
+    try {
+      await s.queries(20, 100);
+      const page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
+      const problems = [];
+      const requests = [];
+      let navigations = 0;
+      page.on('pageerror', (e) => problems.push(e.message));
+      page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+      page.on('request', (r) => requests.push(r.url()));
+      page.on('framenavigated', () => { navigations++; });
+      const origin = `http://127.0.0.1:${s.adminPort}`;
+      await page.goto(`${origin}/`);
+      await page.waitForFunction(() => Number(document.body.dataset.updates || 0) >= 1, null, { timeout: 10_000 });
+      const sessions = await page.$$eval('#sessions tr', (rows) => rows.slice(1).map((r) => [...r.children].map((td) => td.textContent)));
+      assert.deepEqual(sessions.map((r) => r[1]).sort(), ['side-A lab', 'side-B lab']);
+      assert.ok(sessions.every((r) => r[2] === 'open' && r[4] === '20' && r[5] === '20' && r[6] === '0'), JSON.stringify(sessions));
+      const backend = await page.textContent('#backend');
+      assert.match(backend, /^reachable since/);
+      const circuits = await page.$$eval('#circuits tr', (rows) => rows.slice(1).map((r) => r.textContent));
+      assert.equal(circuits.length, 1);
+      assert.match(circuits[0], /^http:\/\/127\.0\.0\.1:\d+closed/);
+      assert.match(await page.textContent('#outcomes'), /^outcome or subtypequeriesshareok40100 %subtype customer\.lookup40100 %$/);
+      const height = await page.evaluate(() => document.documentElement.scrollHeight);
+
+      // More traffic: the page shows it without being reloaded.
+      await s.queries(15, 200);
+      await page.waitForFunction(() => [...document.querySelectorAll('#sessions tr')].slice(1)
+        .every((r) => r.children[4].textContent === '35'), null, { timeout: 5000 });
+      await page.waitForTimeout(2500);
+      assert.equal(await page.evaluate(() => document.documentElement.scrollHeight), height, 'the page keeps its height as it updates');
+      assert.equal(navigations, 1, 'no reload');
+      assert.ok(Number(await page.evaluate(() => document.body.dataset.updates)) >= 3);
+      assert.deepEqual(problems, []);
+      assert.deepEqual(requests.filter((u) => !u.startsWith(`${origin}/`)), [], 'every request goes to the admin port');
+      assert.ok(requests.some((u) => u === `${origin}/status`));
+      await page.close();
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it('--workers 2: the primary adds its workers up; the page shows every process', async () => {
+    const s = await stack(['--workers', '2']);
+    try {
+      await s.queries(10, 100);
+      const { status, headers, json } = await getJson(s.adminPort, '/status');
+      assert.equal(status, 200);
+      assert.match(headers['cache-control'], /no-store/);
+      assert.deepEqual(json.processes.map((p) => p.role), ['primary', 'gateway', 'gateway']);
+      assert.deepEqual(json.sessions.map((x) => x.connectInfo).sort(), ['side-A lab', 'side-B lab']);
+      const answered = json.history.seconds.reduce((n, sec) => n + (sec.outcomes.ok || 0), 0);
+      assert.equal(answered, 20, 'the seconds of both workers, added up');
+      assert.equal(json.backend.length, 2);
+      const page = await browser.newPage();
+      const problems = [];
+      page.on('pageerror', (e) => problems.push(e.message));
+      await page.goto(`http://127.0.0.1:${s.adminPort}/`);
+      await page.waitForFunction(() => Number(document.body.dataset.updates || 0) >= 1, null, { timeout: 10_000 });
+      assert.equal(await page.$$eval('#processes tr', (rows) => rows.length - 1), 3);
+      assert.deepEqual(problems, []);
+      await page.close();
+    } finally {
+      await s.stop();
+    }
+  });
+});
