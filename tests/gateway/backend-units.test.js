@@ -143,6 +143,16 @@ describe('BackendHealth (unit, fake clock)', () => {
   });
 });
 
+describe('engine errors (unit)', () => {
+  it('a request aborted at its deadline has no cause beyond its reason; a refused one names the address', () => {
+    const { EngineError } = require('../../gateway/backend/engines/errors');
+    const { DEADLINE } = require('../../gateway/backend/abort');
+    assert.equal(new EngineError(REASON.DEADLINE, DEADLINE).detail, null, 'not "ERR_GED145_DEADLINE" as the last error on /health and the page');
+    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED', syscall: 'connect', address: '127.0.0.1', port: 9 });
+    assert.equal(new EngineError(REASON.UNREACHABLE, refused).detail, 'ECONNREFUSED 127.0.0.1:9');
+  });
+});
+
 describe('allowlist (unit)', () => {
   it('addresses and CIDR ranges, IPv4 and IPv6; an IPv4-mapped address is the same address', () => {
     const list = compileAllowlist(['10.20.0.11', '192.168.0.0/16', '::1', 'fd00::/8', '::ffff:172.16.0.0/108']);

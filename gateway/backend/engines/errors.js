@@ -32,7 +32,8 @@ function causeOf(err) {
   let e = err;
   for (let i = 0; i < 3 && e && !e.syscall && e.cause; i++) e = e.cause; // undici and axios wrap the socket error
   const code = e && typeof e.code === 'string' ? e.code : null;
-  if (code === null || code.startsWith('UND_ERR_ABORTED') || code === 'ABORT_ERR' || code === 'ERR_CANCELED') return null;
+  // An abort says nothing more than its reason does (our deadline marker included).
+  if (code === null || code.startsWith('UND_ERR_ABORTED') || code === 'ABORT_ERR' || code === 'ERR_CANCELED' || isDeadline(e)) return null;
   if (e.hostname && (code === 'ENOTFOUND' || code === 'EAI_AGAIN')) return `${code} ${e.hostname}`;
   if (e.address) return `${code} ${e.address}${e.port ? `:${e.port}` : ''}`;
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return 'connect timeout';
