@@ -34,6 +34,8 @@ class Timeline {
     this.points.push({
       t: Math.round((Date.now() - this.t0) / 100) / 10,
       txPerSec: (this.answers * 1000) / this.intervalMs,
+      okPerSec: ((this.answers - this.errors) * 1000) / this.intervalMs,
+      failedPerSec: (this.errors * 1000) / this.intervalMs,
       errors: this.errors,
       p50: n ? h.getValueAtPercentile(50) / 1000 : null,
       p99: n ? h.getValueAtPercentile(99) / 1000 : null,

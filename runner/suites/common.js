@@ -8,11 +8,12 @@ const { Timeline, distribution } = require('../timeline');
 const { ProcessMonitor } = require('../monitor');
 
 /** Runs fn(router) with the timeline and the monitor around it; returns the raw material of a report. */
-async function measured(ctx, routerOptions, fn) {
+async function measured(ctx, { timelineMs = 1000, ...routerOptions }, fn) {
   const router = new Router({ targets: [ctx.target], seed: ctx.seed, ...routerOptions, settings: { sessionRetryMs: 200, ...(routerOptions.settings || {}) } });
   const monitor = new ProcessMonitor(ctx.monitorTargets, { prefer: ctx.monitorWith }).start();
   await router.start();
-  const timeline = new Timeline(router).start();
+  // A short run (the speed suite's few transactions) is charted in tenths of a second, not seconds.
+  const timeline = new Timeline(router, { intervalMs: timelineMs }).start();
   const t0 = Date.now();
   let extra;
   try {
@@ -50,6 +51,29 @@ function errorsByKind(s) {
   return out;
 }
 
+/**
+ * A run with induced invalid frames, split into what was expected (induced, caught, voided, and
+ * queries not sent while the router reconnected after a fatal frame) and what was not. The error
+ * suite's table and the report's chart both read this, so they cannot disagree.
+ */
+function errorSuiteKinds(s) {
+  const expected = {
+    'induced reject': s.injected.reject,
+    'caught reject': s.caught.reject + s.voided.reject,
+    'induced fatal': s.injected.fatal,
+    'caught fatal': s.caught.fatal + s.voided.fatal,
+    'queries voided': s.voided.queries,
+  };
+  // A fatal frame closes the connection; queries due before the router has reconnected are not sent.
+  if (s.unsent) expected['not sent while reconnecting'] = s.unsent;
+  const unexpected = {};
+  for (const [k, v] of Object.entries(errorsByKind(s))) {
+    if (k === 'E_AG_INVALID_MESSAGE' || k === 'no open session') continue; // the caught rejects and the reconnect gap above
+    unexpected[k] = v;
+  }
+  return { expected, unexpected };
+}
+
 /** "1422 errors (E_AG_HOST_ERROR1 1400, late 22)": a failed verdict names what failed and how often. */
 function errorsText(s, what = 'errors') {
   const kinds = Object.entries(errorsByKind(s)).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`);
@@ -62,5 +86,5 @@ function progress(ctx, title) {
 }
 
 module.exports = {
-  measured, errorCount, errorsByKind, errorsText, progress,
+  measured, errorCount, errorsByKind, errorSuiteKinds, errorsText, progress,
 };

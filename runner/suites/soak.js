@@ -1,9 +1,12 @@
 'use strict';
 
 // soak: a long load with the gateway's CPU and RSS sampled every second; the RSS trend after the
-// first minute shows a leak.
+// first minute shows a leak. A trend is reported only from MIN_TREND_S of samples after that
+// minute: 20 s of a young heap growing by 2 MiB is no "550 MiB per hour".
 
 const { load } = require('./load');
+
+const MIN_TREND_S = 600;
 
 async function soak(ctx, { rate = 1000, durationS = 600 } = {}) {
   const r = await load(ctx, { rate, durationS });
@@ -11,13 +14,22 @@ async function soak(ctx, { rate = 1000, durationS = 600 } = {}) {
   const rows = [...r.rows];
   const reasons = [...r.verdict.reasons];
   let growthPct = null;
+  let trend = null; // KiB per hour, when the run was long enough to support one
   if (gw && gw.samples.length > 0) {
     growthPct = gw.rssFirstKb ? ((gw.rssLastKb - gw.rssFirstKb) / gw.rssFirstKb) * 100 : null;
     rows.push(['gateway CPU', `mean ${gw.cpuMean.toFixed(1)}%, high ${gw.cpuMax.toFixed(1)}% (${r.monitor.source})`]);
     const mib = (kb) => (kb / 1024).toFixed(1);
     rows.push(['gateway RSS',
       `high ${mib(gw.rssMaxKb)} MiB; from ${mib(gw.rssFirstKb)} to ${mib(gw.rssLastKb)} MiB after t=${Math.round(gw.trendFrom)} s (${growthPct.toFixed(1)}%)`]);
-    rows.push(['RSS trend', gw.rssGrowthKbPerHour === null ? 'too short to tell' : `${(gw.rssGrowthKbPerHour / 1024).toFixed(1)} MiB per hour`]);
+    const windowS = gw.trendFrom === null ? 0 : gw.samples.at(-1).t - gw.trendFrom;
+    if (gw.rssGrowthKbPerHour !== null && windowS >= MIN_TREND_S) {
+      trend = gw.rssGrowthKbPerHour;
+      rows.push(['RSS trend', `${(trend / 1024).toFixed(1)} MiB per hour (least squares over ${Math.round(windowS)} s after the first minute)`]);
+    } else {
+      const changed = (gw.rssLastKb - gw.rssFirstKb) / 1024;
+      rows.push(['RSS trend', `not reported: ${Math.round(windowS)} s of samples after warm-up, a trend needs ${MIN_TREND_S / 60} minutes `
+        + `(RSS changed ${changed >= 0 ? '+' : ''}${changed.toFixed(1)} MiB meanwhile)`]);
+    }
     if (growthPct !== null && durationS >= 120 && growthPct > 10) reasons.push(`RSS grew ${growthPct.toFixed(1)}% after the first minute`);
   }
   return {
@@ -26,11 +38,13 @@ async function soak(ctx, { rate = 1000, durationS = 600 } = {}) {
     title: `soak: ${rate} queries/s for ${durationS} s, gateway CPU and RSS every second`,
     figures: {
       ...r.figures,
-      gateway: gw && { cpuMean: gw.cpuMean, cpuMax: gw.cpuMax, rssMaxKb: gw.rssMaxKb, rssGrowthKbPerHour: gw.rssGrowthKbPerHour, rssGrowthPct: growthPct },
+      gateway: gw && {
+        cpuMean: gw.cpuMean, cpuMax: gw.cpuMax, rssMaxKb: gw.rssMaxKb, rssGrowthKbPerHour: trend, rssGrowthPct: growthPct,
+      },
     },
     rows,
     verdict: { pass: reasons.length === 0, reasons },
   };
 }
 
-module.exports = { soak };
+module.exports = { soak, MIN_TREND_S };

@@ -8,7 +8,7 @@ const { newHistogram } = require('../../simulator/stats');
 async function speed(ctx, { count = 10 } = {}) {
   const hb = newHistogram();
   const transactions = []; // {n, kind, ms}: what the speed suite's own chart shows
-  const res = await measured(ctx, {}, async (router) => {
+  const res = await measured(ctx, { timelineMs: 100 }, async (router) => {
     const conn = router.connections[0];
     const t0 = performance.now();
     for (let i = 0; i < count; i++) {

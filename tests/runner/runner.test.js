@@ -113,6 +113,18 @@ describe('test runner', function () {
           unexpectedRows: document.querySelectorAll('tr.unexpected').length,
           calmRows: document.querySelectorAll('tr.unexpected-none').length,
           expectedColour: getComputedStyle(document.querySelector('tr.expected th')).color,
+          throughputSets: window.Chart.getChart(document.querySelector('canvas[data-chart="throughput"]')).data.datasets.map((d) => d.label),
+          speedTimeline: [...document.querySelectorAll('section')][0].querySelectorAll('canvas[data-chart="latency"]').length,
+          // The error suite: what its chart draws red, and what its table says was unexpected.
+          errorChart: (() => {
+            const section = [...document.querySelectorAll('section')][1];
+            const canvas = section.querySelector('canvas[data-chart="errors"]');
+            const ch = canvas && window.Chart.getChart(canvas);
+            const red = ch ? ch.data.labels.map((l, i) => [l, ch.data.datasets[0].data[i]]).filter(([l]) => !l.startsWith('expected')) : [];
+            const table = [...section.querySelectorAll('tr.unexpected, tr.unexpected-none')]
+              .map((tr) => Number.parseInt(tr.querySelector('td').textContent, 10));
+            return { red: red.reduce((a, [, v]) => a + v, 0), table: table.reduce((a, b) => a + b, 0), labels: ch ? ch.data.labels : [] };
+          })(),
         };
       });
       assert.deepEqual(problems, []);
@@ -124,10 +136,14 @@ describe('test runner', function () {
       assert.equal(check.painted, check.canvases);
       assert.equal(check.speedCharts, 1);
       assert.ok(check.kinds.includes('transactions') && check.kinds.includes('throughput'), check.kinds.join());
-      assert.ok(check.empty.every((k) => ['throughput', 'latency', 'errors', 'cpu', 'rss'].includes(k)), check.empty.join());
+      // Only a chart with nothing to show says so: no errors, or (a sub-second speed run) no CPU/RSS sample yet.
+      assert.ok(check.empty.every((k) => ['errors', 'cpu', 'rss'].includes(k)), check.empty.join());
+      assert.equal(check.speedTimeline, 1, 'the speed suite charts its latency over time, however short the run');
+      assert.deepEqual(check.throughputSets, ['ok answers/s', 'failed answers/s']);
+      assert.equal(check.errorChart.red, check.errorChart.table, `the error chart and its table agree: ${check.errorChart.labels}`);
       assert.equal(check.summaryRows, 3);
       // The error suite passed: its expected outcomes in blue, its unexpected ones all zero (green).
-      assert.deepEqual([check.expectedRows, check.unexpectedRows, check.calmRows], [3, 0, 3]);
+      assert.deepEqual([check.expectedRows, check.unexpectedRows, check.calmRows], [4, 0, 3]);
       assert.equal(check.expectedColour, 'rgb(37, 99, 235)');
       await page.waitForTimeout(1500);
       assert.equal(await page.evaluate(() => document.documentElement.scrollHeight), check.height, 'the page does not grow while open');
@@ -144,7 +160,10 @@ describe('test runner', function () {
     assert.ok(r.verdict.pass, r.verdict.reasons.join());
     assert.equal(r.monitor.source, '/proc');
     assert.ok(r.figures.gateway.rssMaxKb > 0);
-    assert.ok(r.rows.some(([k]) => k === 'RSS trend'));
+    // Four seconds support no trend: the report says so instead of extrapolating to an hour.
+    const trend = r.rows.find(([k]) => k === 'RSS trend')[1];
+    assert.match(trend, /^not reported: \d+ s of samples after warm-up, a trend needs 10 minutes \(RSS changed [+-]\d+\.\d MiB meanwhile\)$/);
+    assert.equal(r.figures.gateway.rssGrowthKbPerHour, null);
   });
 
   it('--target runs against a gateway that is already running', async () => {

@@ -13,7 +13,8 @@
   Chart.defaults.maintainAspectRatio = false;
   function line(labels, sets, yTitle) {
     return { type: 'line', data: { labels: labels, datasets: sets.map(function (s, i) { return {
-      label: s.label, data: s.data, borderColor: colors[i % colors.length], backgroundColor: colors[i % colors.length], pointRadius: 0, borderWidth: 1.5,
+      label: s.label, data: s.data, borderColor: s.color || colors[i % colors.length], backgroundColor: s.color || colors[i % colors.length],
+      pointRadius: s.data.length < 3 ? 3 : 0, borderWidth: 1.5,
       spanGaps: true,
     }; }) },
       options: { scales: { x: { title: { display: true, text: 'seconds' } }, y: { beginAtZero: true, title: { display: true, text: yTitle } } } } };
@@ -26,10 +27,10 @@
     }; }), key === 'cpu' ? '% of one core' : 'MiB');
   }
   const build = {
-    throughput: function (s) { return line(
-      s.timeline.map(function (p) { return p.t.toFixed(0); }), [{ label: 'answers/s', data: s.timeline.map(function (p) { return p.txPerSec; }) }], 'answers/s'
-    ); },
-    latency: function (s) { return line(s.timeline.map(function (p) { return p.t.toFixed(0); }), [
+    throughput: function (s) { return line(s.timeline.map(function (p) { return p.t.toFixed(1); }), [
+      { label: 'ok answers/s', color: '#16a34a', data: s.timeline.map(function (p) { return p.okPerSec; }) },
+      { label: 'failed answers/s', color: '#dc2626', data: s.timeline.map(function (p) { return p.failedPerSec; }) }], 'answers/s'); },
+    latency: function (s) { return line(s.timeline.map(function (p) { return p.t.toFixed(1); }), [
       { label: 'p50', data: s.timeline.map(function (p) { return p.p50; }) },
       { label: 'p99', data: s.timeline.map(function (p) { return p.p99; }) },
       { label: 'max', data: s.timeline.map(function (p) { return p.max; }) }], 'ms'); },
