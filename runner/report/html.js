@@ -67,6 +67,11 @@ function figure(r, i, kind, caption) {
       <div class="chart"><canvas data-chart="${kind}" data-suite="${i}"></canvas></div></figure>`;
 }
 
+/** A multi-step suite's time charts show its last step: their captions say which. */
+function stepOf(r) {
+  return r.capacitySteps && r.capacitySteps.length > 0 ? ` (last step only: ${r.capacitySteps.at(-1).rate}/s)` : '';
+}
+
 /** Rows named expected:/unexpected: are coloured as such; an unexpected count above zero stands out. */
 function rowClass(key, value) {
   if (key.startsWith('expected:')) return 'expected';
@@ -94,6 +99,10 @@ function htmlReport(results, { title = 'ged145 test run', meta = {} } = {}) {
   const summaryRows = results
     .map((r) => `<tr class="${r.verdict.pass ? 'pass' : 'fail'}"><td>${esc(r.suite)}</td><td>${verdict(r)}</td><td>${esc(r.title)}</td></tr>`)
     .join('\n');
+  const capacityFigure = (r, i) => (r.capacitySteps
+    ? `<figure class="wide"><figcaption>Offered rate against p99 latency and the share answered ok, one point per step</figcaption>
+    <div class="chart"><canvas data-chart="capacity" data-suite="${i}"></canvas></div></figure>`
+    : '');
   const outcomesFigure = (r, i) => (r.outcomes
     ? `<figure class="wide"><figcaption>Answers per second by outcome (the shaded spans are the fault windows)</figcaption>
     <div class="chart"><canvas data-chart="outcomes" data-suite="${i}"></canvas></div></figure>`
@@ -103,8 +112,9 @@ function htmlReport(results, { title = 'ged145 test run', meta = {} } = {}) {
   <h2>${esc(r.title)}</h2>
   <table class="figures">${(r.rows || []).map(([k, v]) => `<tr class="${rowClass(k, v)}"><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('')}</table>
   <div class="grid">
+    ${capacityFigure(r, i)}
     ${outcomesFigure(r, i)}
-    ${CHARTS.map(([kind, caption]) => figure(r, i, kind, caption)).join('\n    ')}
+    ${CHARTS.map(([kind, caption]) => figure(r, i, kind, caption + stepOf(r))).join('\n    ')}
   </div>
 </section>`).join('\n');
   const metaRows = Object.entries(meta).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('');

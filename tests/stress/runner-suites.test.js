@@ -64,8 +64,16 @@ describe('test runner: the longer suites', function () {
     const r = cap.results[0];
     assert.deepEqual(r.figures.steps.map((s) => s.rate), [50, 150, 250]);
     assert.equal(r.figures.sustainableRate, 250);
+    assert.ok(r.figures.steps.every((x) => x.successPct === 100 && x.achieved > 0), JSON.stringify(r.figures.steps));
+    assert.deepEqual(r.rows.at(-1), ['limited by', 'nothing: every step held']);
+    const file = path.join(REPORTS, 'capacity.html');
+    writeHtml(file, cap, 'capacity');
+    const html = require('node:fs').readFileSync(file, 'utf8');
+    assert.match(html, /<canvas data-chart="capacity"/, 'the rate -> p99 and success curve');
+    assert.match(html, /Latency percentiles over time \(ms\) \(last step only: 250\/s\)/, 'time charts say which step they show');
     const tight = await runSuites('capacity', { suite: { start: 200, step: 200, max: 600, stepS: 1, budgetMs: 0.001, warmupS: 0 } });
     assert.equal(tight.results[0].figures.sustainableRate, 0);
     assert.equal(tight.results[0].figures.steps.length, 1, 'it stops at the first step that fails');
+    assert.match(tight.results[0].figures.limitedBy, /^latency alone: p99 \d+\.\d ms over the 0\.001 ms budget, no errors, gateway CPU/);
   });
 });

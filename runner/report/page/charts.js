@@ -71,6 +71,21 @@
         x: { type: 'linear', title: { display: true, text: 'seconds' } }, y: { beginAtZero: true, title: { display: true, text: 'answers/s' } },
       } } };
     },
+    capacity: function (s) {
+      const steps = s.capacity;
+      return { type: 'line', data: { labels: steps.map(function (x) { return x.rate + '/s'; }), datasets: [
+        { label: 'p99 ms', data: steps.map(function (x) { return x.p99; }), borderColor: colors[1], backgroundColor: colors[1], yAxisID: 'ms', pointRadius: 4 },
+        {
+          label: 'answered ok %', data: steps.map(function (x) { return x.successPct; }),
+          borderColor: colors[2], backgroundColor: colors[2], yAxisID: 'pct', pointRadius: 4,
+        },
+      ] },
+      options: { scales: {
+        x: { title: { display: true, text: 'offered rate (queries/s)' } },
+        ms: { type: 'linear', position: 'left', beginAtZero: true, title: { display: true, text: 'p99 ms' } },
+        pct: { type: 'linear', position: 'right', min: 0, max: 100, grid: { drawOnChartArea: false }, title: { display: true, text: '% ok' } },
+      } } };
+    },
     cpu: function (s) { return processSeries(s, 'cpu'); },
     rss: function (s) { return processSeries(s, 'rssMb'); }
   };
