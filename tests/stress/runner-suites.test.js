@@ -71,6 +71,21 @@ describe('test runner: the longer suites', function () {
     const html = require('node:fs').readFileSync(file, 'utf8');
     assert.match(html, /<canvas data-chart="capacity"/, 'the rate -> p99 and success curve');
     assert.match(html, /Latency percentiles over time \(ms\) \(last step only: 250\/s\)/, 'time charts say which step they show');
+    const { chromium } = require('playwright-core');
+    const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu'] });
+    try {
+      const page = await browser.newPage();
+      const problems = [];
+      page.on('pageerror', (e) => problems.push(e.message));
+      await page.goto(`file://${file}`);
+      await page.waitForFunction(() => document.body.dataset.chartsRendered !== undefined, null, { timeout: 10_000 });
+      const sets = await page.evaluate(() => window.Chart.getChart(document.querySelector('canvas[data-chart="capacity"]')).data.datasets
+        .map((d) => [d.label, d.data.length]));
+      assert.deepEqual(sets, [['p99 ms', 3], ['answered ok %', 3]]);
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+    }
     const tight = await runSuites('capacity', { suite: { start: 200, step: 200, max: 600, stepS: 1, budgetMs: 0.001, warmupS: 0 } });
     assert.equal(tight.results[0].figures.sustainableRate, 0);
     assert.equal(tight.results[0].figures.steps.length, 1, 'it stops at the first step that fails');
