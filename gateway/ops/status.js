@@ -22,6 +22,8 @@ const bucketOf = (ms) => {
   return i;
 };
 
+const newBuckets = () => new Array(LATENCY_BOUNDS_MS.length).fill(0);
+
 /** Per-second counts for the last WINDOW_S seconds; a second with nothing in it is not kept. */
 class History {
   constructor(windowS = WINDOW_S, now = Date.now) {
@@ -42,9 +44,9 @@ class History {
     let drop = 0;
     while (drop < this.seconds.length && this.seconds[drop].t <= t - this.windowS) drop++;
     if (drop > 0) this.seconds.splice(0, drop);
-    const buckets = () => new Array(LATENCY_BOUNDS_MS.length).fill(0);
+    const buckets = newBuckets;
     this.current = {
-      t, outcomes: {}, subtypes: {}, latency: buckets(), backend: {}, backendLatency: buckets(),
+      t, outcomes: {}, subtypes: {}, latency: buckets(), byOutcome: {}, bySubtype: {}, backend: {}, backendLatency: buckets(),
     };
   }
 
@@ -53,7 +55,10 @@ class History {
     const s = this.slot();
     s.outcomes[outcome] = (s.outcomes[outcome] || 0) + 1;
     s.subtypes[subtype] = (s.subtypes[subtype] || 0) + 1;
-    s.latency[bucketOf(seconds * 1000)]++;
+    const b = bucketOf(seconds * 1000);
+    s.latency[b]++;
+    (s.byOutcome[outcome] || (s.byOutcome[outcome] = newBuckets()))[b]++;
+    (s.bySubtype[subtype] || (s.bySubtype[subtype] = newBuckets()))[b]++;
   }
 
   /** A backend request ended: its class ('2xx', '5xx', 'error'), and its round trip when it got an answer. */
@@ -130,6 +135,12 @@ const round = (n) => Math.round(n * 10) / 10;
 function mergeStatus(primary, workers) {
   const byT = new Map();
   const add = (into, from) => { for (const [k, v] of Object.entries(from)) into[k] = (into[k] || 0) + v; };
+  const addBuckets = (into, from) => {
+    for (const [k, v] of Object.entries(from)) {
+      if (into[k] === undefined) into[k] = [...v];
+      else v.forEach((n, i) => { into[k][i] += n; });
+    }
+  };
   for (const w of workers) {
     for (const s of w.history.seconds) {
       const m = byT.get(s.t);
@@ -139,6 +150,8 @@ function mergeStatus(primary, workers) {
       }
       add(m.outcomes, s.outcomes);
       add(m.subtypes, s.subtypes);
+      addBuckets(m.byOutcome, s.byOutcome);
+      addBuckets(m.bySubtype, s.bySubtype);
       add(m.backend, s.backend);
       s.latency.forEach((n, i) => { m.latency[i] += n; });
       s.backendLatency.forEach((n, i) => { m.backendLatency[i] += n; });

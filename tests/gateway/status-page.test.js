@@ -89,7 +89,7 @@ describe('the status page on the admin port', function () {
       const circuits = await page.$$eval('#circuits tr', (rows) => rows.slice(1).map((r) => r.textContent));
       assert.equal(circuits.length, 1);
       assert.match(circuits[0], /^http:\/\/127\.0\.0\.1:\d+closed/);
-      assert.match(await page.textContent('#outcomes'), /^outcome or subtypequeriesshareok40100 %subtype customer\.lookup40100 %$/);
+      assert.match(await page.textContent('#outcomes'), /^outcome or subtypequeriessharep50 \/ p99 msok40100 %\d+ \/ \d+subtype customer\.lookup40100 %\d+ \/ \d+$/);
       const height = await page.evaluate(() => document.documentElement.scrollHeight);
 
       // More traffic: the page shows it without being reloaded.
@@ -120,6 +120,8 @@ describe('the status page on the admin port', function () {
       assert.deepEqual(json.sessions.map((x) => x.connectInfo).sort(), ['side-A lab', 'side-B lab']);
       const answered = json.history.seconds.reduce((n, sec) => n + (sec.outcomes.ok || 0), 0);
       assert.equal(answered, 20, 'the seconds of both workers, added up');
+      const okLatencies = json.history.seconds.reduce((n, sec) => n + (sec.byOutcome.ok || []).reduce((a, c) => a + c, 0), 0);
+      assert.equal(okLatencies, 20, 'and their latency buckets by outcome');
       assert.equal(json.backend.length, 2);
       const page = await browser.newPage();
       const problems = [];

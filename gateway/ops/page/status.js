@@ -174,11 +174,17 @@
         c.origin, ...(multi ? [String(c.pid)] : []), { text: c.state, class: c.state === 'closed' ? 'ok' : 'bad' }, time(c.since), c.lastError || '-',
       ])));
 
-    // Outcomes and subtypes
+    // Outcomes and subtypes, each with its own p50 / p99
     const subtypes = sum(seconds.map((s) => s.subtypes));
-    replace($('outcomes'), row(['outcome or subtype', 'queries', 'share'], true),
-      names.map((n) => row([{ text: n, class: FAILED.has(n) ? 'bad' : 'ok' }, num(fmt(outcomes5[n])), num(`${fmt((100 * outcomes5[n]) / total5, 1)} %`)])),
-      Object.entries(subtypes).sort((a, b) => b[1] - a[1]).map(([k, n]) => row([`subtype ${k}`, num(fmt(n)), num(`${fmt((100 * n) / total5, 1)} %`)])));
+    const latencyOf = (key, name) => {
+      const b = addBuckets(seconds.map((s) => (s[key] && s[key][name]) || st.history.bounds.map(() => 0)));
+      return num(`${fmt(percentile(b, st.history.bounds, 0.5))} / ${fmt(percentile(b, st.history.bounds, 0.99))}`);
+    };
+    replace($('outcomes'), row(['outcome or subtype', 'queries', 'share', 'p50 / p99 ms'], true),
+      names.map((n) => row([{ text: n, class: FAILED.has(n) ? 'bad' : 'ok' }, num(fmt(outcomes5[n])), num(`${fmt((100 * outcomes5[n]) / total5, 1)} %`),
+        latencyOf('byOutcome', n)])),
+      Object.entries(subtypes).sort((a, b) => b[1] - a[1]).map(([k, n]) => row([`subtype ${k}`, num(fmt(n)), num(`${fmt((100 * n) / total5, 1)} %`),
+        latencyOf('bySubtype', k)])));
 
     // Processes, configuration, warnings
     replace($('processes'), row(['role', 'pid', 'CPU %', 'RSS MiB', 'heap MiB', 'loop lag mean / p99 ms', 'up'], true),
