@@ -23,6 +23,11 @@ const bucketOf = (ms) => {
 };
 
 const newBuckets = () => new Array(LATENCY_BOUNDS_MS.length).fill(0);
+/**
+ * A map keyed by router text (a subtype may be "__proto__" or "constructor"): no prototype, so
+ * such a key is a key like any other and never reaches Object.prototype.
+ */
+const dict = () => Object.create(null);
 
 /** Per-second counts for the last WINDOW_S seconds; a second with nothing in it is not kept. */
 class History {
@@ -46,7 +51,7 @@ class History {
     if (drop > 0) this.seconds.splice(0, drop);
     const buckets = newBuckets;
     this.current = {
-      t, outcomes: {}, subtypes: {}, latency: buckets(), byOutcome: {}, bySubtype: {}, backend: {}, backendLatency: buckets(),
+      t, outcomes: dict(), subtypes: dict(), latency: buckets(), byOutcome: dict(), bySubtype: dict(), backend: dict(), backendLatency: buckets(),
     };
   }
 
@@ -134,6 +139,11 @@ const round = (n) => Math.round(n * 10) / 10;
  */
 function mergeStatus(primary, workers) {
   const byT = new Map();
+  const copy = (from, f = (v) => v) => {
+    const out = dict();
+    for (const [k, v] of Object.entries(from)) out[k] = f(v);
+    return out;
+  };
   const add = (into, from) => { for (const [k, v] of Object.entries(from)) into[k] = (into[k] || 0) + v; };
   const addBuckets = (into, from) => {
     for (const [k, v] of Object.entries(from)) {
@@ -145,7 +155,16 @@ function mergeStatus(primary, workers) {
     for (const s of w.history.seconds) {
       const m = byT.get(s.t);
       if (m === undefined) {
-        byT.set(s.t, structuredClone(s));
+        byT.set(s.t, {
+          ...s,
+          outcomes: copy(s.outcomes),
+          subtypes: copy(s.subtypes),
+          backend: copy(s.backend),
+          byOutcome: copy(s.byOutcome, (b) => [...b]),
+          bySubtype: copy(s.bySubtype, (b) => [...b]),
+          latency: [...s.latency],
+          backendLatency: [...s.backendLatency],
+        });
         continue;
       }
       add(m.outcomes, s.outcomes);
@@ -157,7 +176,7 @@ function mergeStatus(primary, workers) {
       s.backendLatency.forEach((n, i) => { m.backendLatency[i] += n; });
     }
   }
-  const refused = {};
+  const refused = dict();
   for (const w of workers) add(refused, w.refused);
   return {
     ...primary,

@@ -50,10 +50,11 @@
     }
     return null;
   }
+  // Keys are router text (a subtype may be "__proto__"): a map without a prototype.
   const sum = (objs) => objs.reduce((acc, o) => {
     for (const [k, v] of Object.entries(o)) acc[k] = (acc[k] || 0) + v;
     return acc;
-  }, {});
+  }, Object.create(null));
   const addBuckets = (list) => list.reduce((acc, b) => acc.map((n, i) => n + b[i]), list.length > 0 ? list[0].map(() => 0) : []);
 
   /** An SVG line chart of series [{name, color, values}] over xs (seconds), with a y scale from 0. */
