@@ -49,34 +49,59 @@ class History {
     let drop = 0;
     while (drop < this.seconds.length && this.seconds[drop].t <= t - this.windowS) drop++;
     if (drop > 0) this.seconds.splice(0, drop);
-    const buckets = newBuckets;
+    // Maps on the query path (a subtype is router text, "__proto__" included; a Map takes any key
+    // and stays fast), plain objects only in toJSON.
     this.current = {
-      t, outcomes: dict(), subtypes: dict(), latency: buckets(), byOutcome: dict(), bySubtype: dict(), backend: dict(), backendLatency: buckets(),
+      t, outcomes: new Map(), subtypes: new Map(), latency: newBuckets(), backend: new Map(), backendLatency: newBuckets(),
     };
   }
 
   /** A query answered (or lost): its metrics label for the subtype, its outcome label, seconds since it arrived. */
   query(subtype, outcome, seconds) {
     const s = this.slot();
-    s.outcomes[outcome] = (s.outcomes[outcome] || 0) + 1;
-    s.subtypes[subtype] = (s.subtypes[subtype] || 0) + 1;
     const b = bucketOf(seconds * 1000);
     s.latency[b]++;
-    (s.byOutcome[outcome] || (s.byOutcome[outcome] = newBuckets()))[b]++;
-    (s.bySubtype[subtype] || (s.bySubtype[subtype] = newBuckets()))[b]++;
+    count(s.outcomes, outcome, b);
+    count(s.subtypes, subtype, b);
   }
 
   /** A backend request ended: its class ('2xx', '5xx', 'error'), and its round trip when it got an answer. */
   backend(responseClass, seconds) {
     const s = this.slot();
-    s.backend[responseClass] = (s.backend[responseClass] || 0) + 1;
+    s.backend.set(responseClass, (s.backend.get(responseClass) || 0) + 1);
     if (seconds !== null) s.backendLatency[bucketOf(seconds * 1000)]++;
   }
 
   toJSON() {
     this.slot();
-    return { bounds: LATENCY_BOUNDS_MS.map((b) => (b === Infinity ? null : b)), seconds: [...this.seconds, this.current] };
+    return { bounds: LATENCY_BOUNDS_MS.map((b) => (b === Infinity ? null : b)), seconds: [...this.seconds, this.current].map(secondJson) };
   }
+}
+
+/** One more query under key in a second's map: its count and its latency bucket. */
+function count(map, key, bucket) {
+  let e = map.get(key);
+  if (e === undefined) {
+    e = { n: 0, latency: newBuckets() };
+    map.set(key, e);
+  }
+  e.n++;
+  e.latency[bucket]++;
+}
+
+/** A second as JSON: objects made with fromEntries, so a key "__proto__" is an own property like any other. */
+function secondJson(s) {
+  const of = (map, f) => Object.fromEntries([...map].map(([k, v]) => [k, f(v)]));
+  return {
+    t: s.t,
+    outcomes: of(s.outcomes, (e) => e.n),
+    subtypes: of(s.subtypes, (e) => e.n),
+    latency: s.latency,
+    byOutcome: of(s.outcomes, (e) => e.latency),
+    bySubtype: of(s.subtypes, (e) => e.latency),
+    backend: of(s.backend, (n) => n),
+    backendLatency: s.backendLatency,
+  };
 }
 
 /** The last warnings and errors logged, for the page (a winston transport). */
