@@ -8,7 +8,7 @@ const net = require('node:net');
 const tls = require('node:tls');
 const { OperatorError } = require('../lib/errors');
 const { createLogger } = require('../lib/logger');
-const { serialize, STATUS, profile: { setProfile } } = require('../lib/protocol');
+const { STATUS, createProfile, serializerFor } = require('../lib/protocol');
 const { Session } = require('./session/session');
 const { QueryResolver } = require('./backend');
 const { Metrics } = require('./ops/metrics');
@@ -20,7 +20,9 @@ const SESSION_REFUSAL_LOG_MS = 60_000;
 class Gateway {
   constructor(config, { log, metrics } = {}) {
     this.config = config;
-    setProfile(config.protocol); // the wire numbering, for this process's codec
+    // The wire numbering of this gateway's sessions (config `protocol`); a reload keeps it.
+    this.profile = createProfile(config.protocol);
+    this.serialize = serializerFor(this.profile);
     this.log = log || createLogger({ component: 'gateway', ...config.log });
     this.metrics = metrics || new Metrics();
     this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
@@ -172,7 +174,7 @@ class Gateway {
         });
       });
     }
-    for (const s of this.sessions) s.end('host shutting down', serialize.failureEvent(STATUS.E_AG_HOST_OFFLINE, 'host shutting down'));
+    for (const s of this.sessions) s.end('host shutting down', this.serialize.failureEvent(STATUS.E_AG_HOST_OFFLINE, 'host shutting down'));
     // Each session answers what it has in flight, then lingers for the router's close.
     const bound = this.config.deadlineMs + this.config.limits.closeLingerMs + 1000;
     await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, bound).unref())]);

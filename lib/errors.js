@@ -2,8 +2,10 @@
 
 // The product's error catalogue, in the manner of undici's lib/core/errors.js: each class has a
 // `name` and a stable `code`, and the CLI decides what to print and how to exit by the code
-// (bin/ged145.js). The codec's own errors are in lib/protocol/errors.js, the HTTP engines' in
-// gateway/backend/engines/errors.js; every code is listed in CODES below.
+// (bin/ged145.js). The codec's own errors are in lib/protocol/errors.js (a code per way a frame
+// can be wrong, ERR_GED145_TAG_OVERRUN..., and per encoder refusal, ERR_GED145_ENCODE_...), the HTTP
+// engines' in gateway/backend/engines/errors.js with CODES.ENGINE. Every code starts ERR_GED145_;
+// logs and metric labels use the short snake_case form (tag_overrun), as backend reasons do.
 
 const CODES = Object.freeze({
   USAGE: 'ERR_GED145_USAGE', // a bad command line: one line, a pointer to --help, exit 2

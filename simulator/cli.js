@@ -1,6 +1,6 @@
 'use strict';
 
-const { applyProtocolFile } = require('../lib/protocol-file');
+const { readProtocolFile } = require('../lib/protocol-file');
 const { messageLine } = require('../lib/message-line');
 const { Router } = require('./router');
 const { ROUTER_DEFAULTS, MODES } = require('./settings');
@@ -82,7 +82,7 @@ const options = {
 const num = (values, key, { int = true, min = 0, max = Infinity } = {}) => numberFlag(values, key, { int, min, max });
 
 async function main(values) {
-  const profileVersions = values.protocol ? applyProtocolFile(values.protocol) : undefined;
+  const { profile, versions: profileVersions } = values.protocol ? readProtocolFile(values.protocol) : {};
   const sides = values.sides.split(',').map((s) => s.trim().toUpperCase());
   if (sides.some((s) => !['A', 'B'].includes(s)) || new Set(sides).size !== sides.length) throw new UsageError('--sides takes A, B or A,B');
   if (values.rate !== undefined && values.window !== undefined) throw new UsageError('give --rate or --window, not both');
@@ -122,6 +122,7 @@ async function main(values) {
   try {
     router = new Router({
       desKey,
+      profile,
       tls: tlsOptions,
       pcap: values.pcap,
       targets,

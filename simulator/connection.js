@@ -16,7 +16,7 @@ const { EventEmitter } = require('node:events');
 const { performance } = require('node:perf_hooks');
 const crypto = require('node:crypto');
 const {
-  MessageReader, serialize, STATUS, MESSAGE_TYPES: T, MAX_UINT32, des, DIRECTION,
+  MessageReader, serializerFor, DEFAULT_PROFILE, STATUS, MESSAGE_TYPES: T, MAX_UINT32, des, DIRECTION,
 } = require('../lib/protocol');
 const { FrameWriter, INVALID_KINDS } = require('./injector');
 const { InvokeBook } = require('./invoke-book');
@@ -50,8 +50,11 @@ function explainConnectError(code, tls) {
 class RouterConnection extends EventEmitter {
   constructor({
     host, port, side = 'A', settings, stats, injection = {}, tls: tlsOptions = null, rnd = Math.random, desKey = null, pcap = null,
+    profile = DEFAULT_PROFILE,
   }) {
     super();
+    this.profile = profile; // the wire numbering this router speaks
+    this.serialize = serializerFor(profile);
     this.pcap = pcap; // a PcapWriter: every write and every data event is recorded
     this.desKey = desKey; // the private key: OPEN_REQ asks for encryption when set
     this.cipher = undefined; // des.createSessionCipher once an encrypted session is open
@@ -125,6 +128,7 @@ class RouterConnection extends EventEmitter {
     this.socket.setNoDelay(true);
     this.reader = new MessageReader({
       direction: DIRECTION.HOST_TO_ROUTER,
+      profile: this.profile,
       onMessage: (m) => this.onMessage(m),
       onError: (e) => this.onProtocolError(e),
     });
@@ -167,7 +171,7 @@ class RouterConnection extends EventEmitter {
       this.sessionKey = crypto.randomBytes(8);
       sessionKey = des.sealSessionKey(this.desKey, this.sessionKey);
     }
-    this.write(serialize.openReq({
+    this.write(this.serialize.openReq({
       invokeId: this.openInvokeId, version: this.version, idleTimeoutMs: 4 * s.heartbeatIntervalMs, encryption: this.desKey ? 1 : 0, config: s.connectInfo,
       sessionKey,
     }, { nul: true }));
@@ -183,7 +187,7 @@ class RouterConnection extends EventEmitter {
     if (this.state !== 'open') return false;
     const invokeId = this.invokeId();
     this.book.addQuery(invokeId, logical);
-    this.write(serialize.queryReq({ ...fields, invokeId }, { nul: true, cipher: this.cipher }));
+    this.write(this.serialize.queryReq({ ...fields, invokeId }, { nul: true, cipher: this.cipher }));
     return true;
   }
 
@@ -193,7 +197,7 @@ class RouterConnection extends EventEmitter {
     const spec = INVALID_KINDS[kind];
     const invokeId = this.invokeId();
     this.book.addInvalid(invokeId, kind, spec.expect);
-    this.write(spec.build(invokeId, this.rnd));
+    this.write(spec.build(invokeId, this.rnd, this.serialize));
     return true;
   }
 
@@ -205,7 +209,7 @@ class RouterConnection extends EventEmitter {
 
   sendParam(paramId, paramValue) {
     if (this.state !== 'open') return;
-    this.write(serialize.paramReq({ invokeId: this.invokeId(), paramId, paramValue }));
+    this.write(this.serialize.paramReq({ invokeId: this.invokeId(), paramId, paramValue }));
   }
 
   // ---- replies -----------------------------------------------------------------------------
@@ -283,7 +287,7 @@ class RouterConnection extends EventEmitter {
   }
 
   onProtocolError(err) {
-    this.stats.violation(`host sent a bad frame: ${err.code}`);
+    this.stats.violation(`host sent a bad frame: ${err.reason}`);
     if (!err.fatal) return;
     if (this.firstBytes !== null && this.firstBytes.toString('latin1').startsWith('HTTP/')) {
       this.drop(`the host answered in HTTP, not GED-145: ${this.port} is a web port (the gateway's admin port?), not its GED-145 port`, true);
@@ -397,7 +401,7 @@ class RouterConnection extends EventEmitter {
         this.closeWait = { invokeId, resolve };
         timer = setTimeout(resolve, waitMs);
       });
-      this.write(serialize.closeReq(invokeId));
+      this.write(this.serialize.closeReq(invokeId));
       await answered;
       clearTimeout(timer);
       this.closeWait = null;

@@ -7,7 +7,6 @@
 // miss()). ping() is a heartbeat on demand, for the speed suite.
 
 const { performance } = require('node:perf_hooks');
-const { serialize } = require('../lib/protocol');
 
 class Heartbeats {
   /** conn: the RouterConnection (write, invokeId, stats, settings, lastTx, lastRx); onLimit(reason): drop the connection. */
@@ -58,7 +57,7 @@ class Heartbeats {
       const invokeId = this.conn.invokeId();
       this.current = { invokeId, sentAt: now };
       stats.heartbeats.sent++;
-      this.conn.write(serialize.heartbeatReq(invokeId));
+      this.conn.write(this.conn.serialize.heartbeatReq(invokeId));
     }
   }
 
@@ -67,7 +66,7 @@ class Heartbeats {
     const invokeId = this.conn.invokeId();
     return new Promise((resolve, reject) => {
       this.pings.set(invokeId, { sentAt: performance.now(), resolve, reject });
-      this.conn.write(serialize.heartbeatReq(invokeId));
+      this.conn.write(this.conn.serialize.heartbeatReq(invokeId));
     });
   }
 

@@ -4,15 +4,15 @@
 // host should draw from each (reject: FAILURE_CONF E_AG_INVALID_MESSAGE for its InvokeID;
 // fatal: close the connection), and a writer that fragments or coalesces what it sends.
 
-const { serialize, HEADER_LENGTH } = require('../lib/protocol');
+const { HEADER_LENGTH } = require('../lib/protocol');
 
 const BASE_QUERY = { routerCallDay: 1, routerCallKey: 1, subtype: 'echo' };
 
-/** Invalid frame kinds: build(invokeId, rnd) -> Buffer, and what the host must do. */
+/** Invalid frame kinds: build(invokeId, rnd, serialize) -> Buffer, and what the host must do (serialize: the connection's, of its profile). */
 const INVALID_KINDS = {
   'unknown-type': {
     expect: 'reject',
-    build(invokeId, rnd) {
+    build(invokeId, rnd, serialize) {
       const b = serialize.heartbeatReq(invokeId);
       b.writeUInt32BE(13 + Math.floor(rnd() * 1000), 4); // no type above 12 exists
       return b;
@@ -20,7 +20,7 @@ const INVALID_KINDS = {
   },
   truncated: {
     expect: 'reject',
-    build(invokeId) {
+    build(invokeId, rnd, serialize) {
       const full = serialize.queryReq({ ...BASE_QUERY, invokeId });
       const b = Buffer.from(full.subarray(0, HEADER_LENGTH + 6)); // fixed part needs 13
       b.writeUInt32BE(6, 0);
@@ -29,7 +29,7 @@ const INVALID_KINDS = {
   },
   'tag-overrun': {
     expect: 'reject',
-    build(invokeId) {
+    build(invokeId, rnd, serialize) {
       const b = serialize.queryReq({ ...BASE_QUERY, invokeId });
       b[HEADER_LENGTH + 13 + 1] = 200; // the SUBTYPE tag's length now runs past the body
       return b;
@@ -37,7 +37,7 @@ const INVALID_KINDS = {
   },
   dangling: {
     expect: 'reject',
-    build(invokeId) {
+    build(invokeId, rnd, serialize) {
       const full = serialize.queryReq({ ...BASE_QUERY, invokeId });
       const b = Buffer.concat([full, Buffer.from([5])]);
       b.writeUInt32BE(full.length - HEADER_LENGTH + 1, 0);
@@ -46,20 +46,20 @@ const INVALID_KINDS = {
   },
   'bad-ecc': {
     expect: 'reject',
-    build(invokeId) {
+    build(invokeId, rnd, serialize) {
       const b = serialize.queryReq({ ...BASE_QUERY, invokeId, unknownTags: [{ tag: 20, data: Buffer.from('user.acct') }] });
       return b;
     },
   },
   'wrong-direction': {
     expect: 'reject',
-    build(invokeId) {
+    build(invokeId, rnd, serialize) {
       return serialize.queryResp({ invokeId, status: 0 });
     },
   },
   oversized: {
     expect: 'fatal',
-    build(invokeId, rnd) {
+    build(invokeId, rnd, serialize) {
       const b = serialize.heartbeatReq(invokeId);
       b.writeUInt32BE(0x80000000 + Math.floor(rnd() * 0x7fffffff), 0);
       return b;

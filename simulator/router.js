@@ -35,7 +35,8 @@ class Router extends EventEmitter {
    * options: {targets: [{host, port}] (one per side; a single target serves both sides),
    *   sides: ['A'] | ['A', 'B'], mode, preferredSide, settings (router settings),
    *   injection: {frag, byteByByte, fragDelayMs, coalesce}, invalidRate, invalidKinds,
-   *   templates, seed, tls (tls.connect options), desKey (Buffer: encrypt), pcap (file to capture to)}
+   *   templates, seed, tls (tls.connect options), desKey (Buffer: encrypt), pcap (file to capture to),
+   *   profile (the wire numbering, lib/protocol's createProfile; ours by default)}
    */
   constructor(options = {}) {
     super();
@@ -55,7 +56,7 @@ class Router extends EventEmitter {
       const t = targets[Math.min(i, targets.length - 1)];
       const c = new RouterConnection({
         host: t.host, port: t.port, side, settings: this.settings, stats: this.stats, injection: options.injection, tls: options.tls, rnd: this.rnd,
-        desKey: options.desKey, pcap: this.pcap,
+        desKey: options.desKey, pcap: this.pcap, profile: options.profile,
       });
       c.on('reply', (logical, msg, latency) => this.onReply(logical, msg, latency));
       c.on('lost', (logical) => this.onSettled(logical));

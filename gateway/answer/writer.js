@@ -11,7 +11,7 @@
 // possible with a very small limit), the query gets FAILURE_CONF E_AG_HOST_ERROR1.
 
 const {
-  serialize, STATUS, HEADER_LENGTH, MAX_TAG_DATA, des, text: { printable },
+  serialize: defaultSerialize, STATUS, HEADER_LENGTH, MAX_TAG_DATA, des, text: { printable },
 } = require('../../lib/protocol');
 const { fillAnswer } = require('./fit');
 
@@ -21,8 +21,10 @@ const { fillAnswer } = require('./fit');
  * cipher (each tag padded to DES blocks and encrypted, so it carries at most cipher.maxField bytes).
  */
 class ReplyWriter {
-  constructor({ maxBody }) {
+  /** serialize: the serializer of the session's profile (lib/protocol serializerFor). */
+  constructor({ maxBody, serialize = defaultSerialize }) {
     this.maxBody = maxBody;
+    this.serialize = serialize;
     this.cipher = undefined;
     this.tagLimit = MAX_TAG_DATA;
   }
@@ -35,7 +37,7 @@ class ReplyWriter {
 
   /** FAILURE_CONF with an ERROR text made printable ASCII and cut to the tag limit (encrypted when the session is). */
   failureConf(invokeId, status, text) {
-    return serialize.failureConf(invokeId, status, printable(text || '', this.tagLimit), { cipher: this.cipher });
+    return this.serialize.failureConf(invokeId, status, printable(text || '', this.tagLimit), { cipher: this.cipher });
   }
 
   /**
@@ -45,14 +47,14 @@ class ReplyWriter {
    */
   queryResp(q, answer) {
     const resp = { invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR };
-    if (q.noScriptReply) return { buf: serialize.queryResp(resp), notes: [] }; // the script wants no data back
+    if (q.noScriptReply) return { buf: this.serialize.queryResp(resp), notes: [] }; // the script wants no data back
     const notes = fillAnswer(resp, answer, this.tagLimit);
     const buf = this.fit(resp, notes);
     return { buf, notes };
   }
 
   encode(resp) {
-    return serialize.queryResp(resp, { cipher: this.cipher });
+    return this.serialize.queryResp(resp, { cipher: this.cipher });
   }
 
   /** Encodes resp, dropping ECC_ARRAY then ECC entries from the end until the frame fits; null if it never does. */

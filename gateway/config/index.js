@@ -5,7 +5,7 @@
 
 const net = require('node:net');
 const path = require('node:path');
-const { des, profile: { resolveProfile } } = require('../../lib/protocol');
+const { des, resolveProfile } = require('../../lib/protocol');
 const { ConfigError } = require('../../lib/errors');
 const { readRegularFile, parseJson } = require('../../lib/files');
 const { compileRoute } = require('./routes');

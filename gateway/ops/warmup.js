@@ -12,7 +12,9 @@
 const http = require('node:http');
 const net = require('node:net');
 const { once } = require('node:events');
-const { MessageReader, serialize, DIRECTION } = require('../../lib/protocol');
+const {
+  MessageReader, DIRECTION, createProfile, serializerFor,
+} = require('../../lib/protocol');
 const { Backend } = require('../backend/backend');
 const { QuerySignal, QueryResolver } = require('../backend');
 const { KIND } = require('../backend/outcome');
@@ -43,7 +45,7 @@ const QUERIES = [
   },
   { routerCallDay: 1, subtype: 'other', dn: '8000000000' },
 ];
-const queryReq = (id) => serialize.queryReq({ ...QUERIES[id % QUERIES.length], invokeId: id, routerCallKey: id }, { nul: true });
+const queryReq = (serialize, id) => serialize.queryReq({ ...QUERIES[id % QUERIES.length], invokeId: id, routerCallKey: id }, { nul: true });
 
 /**
  * Two rounds, a short one first. The end of a round (sockets destroyed, the pool and listeners
@@ -73,7 +75,10 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
   await new Promise((r) => server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, r));
   const backend = new Backend({ ...config, compiledRoutes: new Map(), backend: { ...config.backend, url: `http://127.0.0.1:${server.address().port}` } });
   const metrics = new Metrics({ collectDefault: false });
-  const reply = new ReplyWriter({ maxBody: config.limits.maxMessageLength }); // the session's own reply path
+  // The gateway's wire numbering (config `protocol`), on both ends of the warm-up.
+  const profile = createProfile(config.protocol);
+  const serialize = serializerFor(profile);
+  const reply = new ReplyWriter({ maxBody: config.limits.maxMessageLength, serialize }); // the session's own reply path
   let next = 0;
   const one = async (q) => {
     const t0 = performance.now();
@@ -82,11 +87,13 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
     metrics.observeQuery(q.subtype, 'ok', (performance.now() - t0) / 1000); // seconds, as the session records them
   };
   const pending = [];
-  const reader = new MessageReader({ direction: DIRECTION.ROUTER_TO_HOST, onMessage: (q) => pending.push(q), onError: () => {} });
+  const reader = new MessageReader({
+    direction: DIRECTION.ROUTER_TO_HOST, profile, onMessage: (q) => pending.push(q), onError: () => {},
+  });
   const worker = async () => {
     while (next < queries) {
       const id = ++next;
-      reader.push(queryReq(id));
+      reader.push(queryReq(serialize, id));
       await one(pending.shift());
     }
   };
@@ -113,7 +120,10 @@ async function bursts(config, url, count) {
   };
   const metrics = new Metrics({ collectDefault: false });
   const resolver = new QueryResolver(warmConfig, { metrics });
+  const profile = createProfile(config.protocol);
+  const serialize = serializerFor(profile);
   const gateway = {
+    profile,
     config: warmConfig,
     log: QUIET_LOG,
     metrics,
@@ -132,6 +142,7 @@ async function bursts(config, url, count) {
     let replies = 0;
     let waiting = null;
     const reader = new MessageReader({
+      profile,
       direction: DIRECTION.HOST_TO_ROUTER,
       onMessage: () => {
         replies++;
@@ -151,7 +162,7 @@ async function bursts(config, url, count) {
       const frames = [];
       for (let i = 0; i < BURST; i++) {
         id++;
-        frames.push(queryReq(id));
+        frames.push(queryReq(serialize, id));
       }
       frames.push(serialize.heartbeatReq(++id));
       client.write(Buffer.concat(frames));

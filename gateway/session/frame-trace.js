@@ -8,14 +8,14 @@
 // frame, so a reload (SIGHUP) that turns log.redact on covers the sessions already open.
 
 const {
-  decode, HEADER_LENGTH, MESSAGE_NAMES, fixedLength, DIRECTION, STATUS_NAMES,
+  decode, HEADER_LENGTH, MESSAGE_NAMES, fixedLength, DIRECTION, STATUS_NAMES, DEFAULT_PROFILE,
 } = require('../../lib/protocol');
 const { describeQuery } = require('./redact');
 
 const MAX_HEX_BYTES = 512;
 
-function hexOf(header, body, redact) {
-  const fixed = fixedLength(header.readUInt32BE(4));
+function hexOf(header, body, redact, profile) {
+  const fixed = fixedLength(header.readUInt32BE(4), profile);
   let shown = body;
   let note = '';
   if (redact && fixed === undefined && body.length > 0) {
@@ -50,8 +50,11 @@ function shownMessage(msg, session, redact) {
 
 class FrameTrace {
   /** redact: () => boolean, asked per frame. */
-  constructor({ limit, log, meta, redact }) {
+  constructor({
+    limit, log, meta, redact, profile = DEFAULT_PROFILE,
+  }) {
     this.limit = limit;
+    this.profile = profile;
     this.log = log;
     this.meta = meta;
     this.redactNow = redact;
@@ -86,12 +89,12 @@ class FrameTrace {
     const redact = this.redactNow();
     let decoded;
     try {
-      decoded = shownMessage(decode(typeId, body, readAs, this.cipher), this.meta.session, redact);
+      decoded = shownMessage(decode(typeId, body, readAs, this.cipher, this.profile), this.meta.session, redact);
     } catch (err) {
-      decoded = { type: MESSAGE_NAMES[typeId] || `type ${typeId}`, error: `${err.code}: ${err.message}` };
+      decoded = { type: MESSAGE_NAMES[typeId] || `type ${typeId}`, error: `${err.reason}: ${err.message}` };
     }
     this.log.info(`frame ${direction} #${n}`, {
-      ...this.meta, hex: hexOf(header, body, redact), decoded,
+      ...this.meta, hex: hexOf(header, body, redact, this.profile), decoded,
     });
   }
 }

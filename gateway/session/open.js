@@ -7,7 +7,7 @@
 // its own status and log line; a refused key or slot also closes the connection.
 
 const {
-  serialize, STATUS, des, IDLE_TIMEOUT_RANGE,
+  STATUS, des, IDLE_TIMEOUT_RANGE,
 } = require('../../lib/protocol');
 
 /** Handles OPEN_REQ msg for session s (a Session). */
@@ -42,7 +42,7 @@ function openSession(s, msg) {
   s.version = msg.version;
   s.idleTimeoutMs = idleTimeoutFor(s, msg.idleTimeoutMs);
   s.link.setIdleTimeout(s.idleTimeoutMs);
-  s.send(serialize.openConf(msg.invokeId));
+  s.send(s.serialize.openConf(msg.invokeId));
   s.log.info('session opened', {
     session: s.id, peer: s.peer, connectInfo: s.connectInfo, version: s.version, idleTimeoutMs: s.idleTimeoutMs, encrypted: s.encrypted,
   });

@@ -11,10 +11,10 @@ const { ReplyWriter } = require('../answer/writer');
 const { KIND, LABEL, labelOf } = require('../backend/outcome');
 
 class Replies {
-  /** session: {id, log, throttle, debug} for the log lines; maxBody: limits.maxMessageLength. */
+  /** session: {id, log, throttle, debug} for the log lines, serialize; maxBody: limits.maxMessageLength. */
   constructor(session, maxBody) {
     this.session = session;
-    this.writer = new ReplyWriter({ maxBody });
+    this.writer = new ReplyWriter({ maxBody, serialize: session.serialize });
   }
 
   setCipher(cipher) {

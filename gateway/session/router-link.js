@@ -52,9 +52,12 @@ function uncork(link) {
 
 class RouterLink {
   /** meta: fields for every log line ({session, peer}). */
-  /** trace: {limit, redact}: log the first `limit` frames each way (--trace-frames), or null; redact() is asked per frame. */
+  /**
+   * trace: {limit, redact}: log the first `limit` frames each way (--trace-frames), or null; redact() is asked per frame.
+   * profile: the wire numbering the reader decodes (the gateway's protocol section).
+   */
   constructor(socket, {
-    limits, log, meta, onMessage, onProtocolError, onPeerEnd, onClosed, holding = () => false, trace = null,
+    limits, log, meta, onMessage, onProtocolError, onPeerEnd, onClosed, holding = () => false, trace = null, profile,
   }) {
     this.socket = socket;
     this.limits = limits;
@@ -86,10 +89,11 @@ class RouterLink {
     this.lingerTimer = null;
 
     this.trace = trace && trace.limit > 0 ? new FrameTrace({
-      limit: trace.limit, log, meta, redact: trace.redact,
+      limit: trace.limit, log, meta, redact: trace.redact, profile,
     }) : null;
     this.reader = new MessageReader({
       direction: DIRECTION.ROUTER_TO_HOST,
+      profile,
       maxMessageLength: limits.maxMessageLength,
       onMessage: (msg, size) => this.onMessage(msg, size),
       onError: (err) => {

@@ -23,7 +23,7 @@
 
 const { performance } = require('node:perf_hooks');
 const {
-  serialize, STATUS, MESSAGE_TYPES: T,
+  STATUS, MESSAGE_TYPES: T, DEFAULT_PROFILE, serializerFor,
 } = require('../../lib/protocol');
 const { RouterLink, SLICE_FRAMES } = require('./router-link');
 const { DEADLINE, DEADLINE_LATE } = require('../backend');
@@ -75,6 +75,8 @@ class Session {
     this.encrypted = false;
     this.idleTimeoutMs = 0;
     this.inflight = new InFlight({ onDeadline: (p, lateMs) => this.expire(p, lateMs), metrics: this.metrics });
+    this.profile = gateway.profile || DEFAULT_PROFILE; // the wire numbering (config `protocol`)
+    this.serialize = serializerFor(this.profile);
     this.reply = new Replies(this, this.limits.maxMessageLength);
     this.closeWaiters = [];
     this.ending = null; // {reason, last} once we decided to close: what is in flight is answered first
@@ -103,6 +105,7 @@ class Session {
       onClosed: () => this.onClose(),
       holding: () => this.waiting > 0,
       trace: { limit: config.log.traceFrames, redact: () => this.redact },
+      profile: this.profile,
     });
     this.log.info('router connected', { session: this.id, peer: this.peer });
   }
@@ -210,7 +213,7 @@ class Session {
     this.counters.heartbeats++;
     this.lastHeartbeatAt = Date.now();
     this.metrics.heartbeats.inc();
-    this.send(serialize.heartbeatConf(msg.invokeId));
+    this.send(this.serialize.heartbeatConf(msg.invokeId));
   }
 
   onCloseReq(msg) {
@@ -232,7 +235,7 @@ class Session {
     this.counters.params++;
     const n = this.throttle.hit('param');
     if (n) this.log.info('PARAM_REQ', { session: this.id, paramId: msg.paramId, paramValue: msg.paramValue, count: n });
-    this.send(serialize.paramConf(msg.invokeId));
+    this.send(this.serialize.paramConf(msg.invokeId));
   }
 
   /**
@@ -250,7 +253,7 @@ class Session {
       return;
     }
     if (q.duplicate && this.answerDuplicatesEmpty) {
-      this.finishQuery(null, q, LABEL.DUPLICATE, serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
+      this.finishQuery(null, q, LABEL.DUPLICATE, this.serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
       return;
     }
     const { resolver, config } = this.gateway;
@@ -322,7 +325,7 @@ class Session {
     if (this.inflight.size > 0) return;
     const waiters = this.closeWaiters;
     this.closeWaiters = [];
-    for (const invokeId of waiters) this.send(serialize.closeConf(invokeId));
+    for (const invokeId of waiters) this.send(this.serialize.closeConf(invokeId));
   }
 
   failure(invokeId, status, text) {
@@ -336,22 +339,22 @@ class Session {
   // ---- errors and closing ------------------------------------------------------------------
 
   onProtocolError(err) {
-    this.metrics.protocolErrors.inc({ code: err.code });
+    this.metrics.protocolErrors.inc({ code: err.reason });
     if (err.fatal) {
       // The stream cannot be trusted past this frame, but the queries read before it are intact:
       // they are answered first, then FAILURE_EVENT, then a lingering close.
-      this.log.warn(`closing connection: ${err.message}`, { session: this.id, peer: this.peer, code: err.code, inFlight: this.inflight.size });
-      this.end(err.code, serialize.failureEvent(STATUS.E_AG_INVALID_MESSAGE, err.message));
+      this.log.warn(`closing connection: ${err.message}`, { session: this.id, peer: this.peer, reason: err.reason, inFlight: this.inflight.size });
+      this.end(err.reason, this.serialize.failureEvent(STATUS.E_AG_INVALID_MESSAGE, err.message));
       return;
     }
     this.counters.rejects++;
     const n = this.throttle.hit('reject');
     if (n) {
       this.log.warn(`rejected a frame: ${err.message}`, {
-        session: this.id, peer: this.peer, code: err.code, invokeId: err.invokeId, rejects: n,
+        session: this.id, peer: this.peer, reason: err.reason, invokeId: err.invokeId, rejects: n,
       });
     }
-    if (err.invokeId === undefined) this.send(serialize.failureEvent(err.status, err.message));
+    if (err.invokeId === undefined) this.send(this.serialize.failureEvent(err.status, err.message));
     else this.failure(err.invokeId, err.status, err.message);
   }
 

@@ -8,13 +8,13 @@ const {
 } = require('./errors');
 const { Framer } = require('./framer');
 const { decode, decodeFrame, fixedLength } = require('./parser');
-const { encode, serialize } = require('./serializer');
+const { encode, serialize, serializerFor } = require('./serializer');
 const { MessageReader } = require('./reader');
 const messages = require('./messages');
 const des = require('./des');
 const text = require('./text');
 const { DIRECTION } = require('./direction');
-const profile = require('./profile');
+const { createProfile, resolveProfile, DEFAULT_PROFILE } = require('./profile');
 
 module.exports = {
   ...constants,
@@ -30,8 +30,11 @@ module.exports = {
   DIRECTION,
   encode,
   serialize,
+  serializerFor,
   messages,
   des,
   text,
-  profile,
+  createProfile,
+  resolveProfile,
+  DEFAULT_PROFILE,
 };

@@ -11,7 +11,7 @@ const {
 const { ProtocolError, ERROR_CODES } = require('./errors');
 const { setOwn } = require('../objects');
 const { DIRECTION, DIRECTIONS } = require('./direction');
-const { typeFromWire, statusFromWire } = require('./profile');
+const { DEFAULT_PROFILE } = require('./profile');
 const {
   FailureConf, FailureEvent, OpenReq, InvokeOnly, QueryReq, QueryResp, ParamReq,
 } = require('./messages');
@@ -203,10 +203,10 @@ function readCallTags(msg, body, tags, typeId, cipher) {
   }
 }
 
-function build(typeId, f, body, cipher) {
+function build(typeId, f, body, cipher, profile) {
   switch (typeId) {
-    case T.FAILURE_CONF: return new FailureConf(f.invokeId, statusFromWire(f.status), errorText(body, f.tags, cipher));
-    case T.FAILURE_EVENT: return new FailureEvent(statusFromWire(f.status), errorText(body, f.tags));
+    case T.FAILURE_CONF: return new FailureConf(f.invokeId, profile.statusFromWire(f.status), errorText(body, f.tags, cipher));
+    case T.FAILURE_EVENT: return new FailureEvent(profile.statusFromWire(f.status), errorText(body, f.tags));
     case T.OPEN_REQ: {
       let config;
       let sessionKey;
@@ -224,7 +224,7 @@ function build(typeId, f, body, cipher) {
       return msg;
     }
     case T.QUERY_RESP: {
-      const msg = new QueryResp(f.invokeId, statusFromWire(f.status));
+      const msg = new QueryResp(f.invokeId, profile.statusFromWire(f.status));
       readCallTags(msg, body, f.tags, typeId, cipher);
       return msg;
     }
@@ -234,15 +234,15 @@ function build(typeId, f, body, cipher) {
 }
 
 /**
- * decode(typeId, body, direction, cipher) -> message. `direction`: 'router-to-host' (a host
+ * decode(typeId, body, direction, cipher, profile) -> message. `direction`: 'router-to-host' (a host
  * reading: only router->host types are legal) or 'host-to-router'. `cipher` (des.createSessionCipher:
  * decryptField(Buffer) -> Buffer|null, onDropped(tag, why)) is given on an encrypted session: the
  * tags of QUERY_REQ, QUERY_RESP and FAILURE_CONF are then decrypted first (docs/protocol.md,
- * encryption). Throws a ProtocolError (a reject) for any frame whose body is wrong; the framing
- * itself is intact, so the stream carries on.
+ * encryption). `profile`: the wire numbering (profile.js; ours by default). Throws a ProtocolError
+ * (a reject) for any frame whose body is wrong; the framing itself is intact, so the stream carries on.
  */
-function decode(wireTypeId, body, direction = DIRECTION.ROUTER_TO_HOST, cipher = undefined) {
-  const typeId = typeFromWire(wireTypeId); // the profile's numbering on the wire (profile.js)
+function decode(wireTypeId, body, direction = DIRECTION.ROUTER_TO_HOST, cipher = undefined, profile = DEFAULT_PROFILE) {
+  const typeId = profile.typeFromWire(wireTypeId); // the profile's numbering on the wire (profile.js)
   const fromRouter = direction === DIRECTION.ROUTER_TO_HOST;
   if (!fromRouter && direction !== DIRECTION.HOST_TO_ROUTER) throw new TypeError(`direction must be ${DIRECTIONS.join(' or ')}`);
   const legal = fromRouter ? ROUTER_TO_HOST : HOST_TO_ROUTER;
@@ -253,26 +253,26 @@ function decode(wireTypeId, body, direction = DIRECTION.ROUTER_TO_HOST, cipher =
     }
     throw reject(ERROR_CODES.WRONG_DIRECTION, `${MESSAGE_NAMES[typeId]} is never sent by the ${fromRouter ? 'router' : 'host'}`, typeId, invokeId);
   }
-  return build(typeId, parseFixed(typeId, body), body, cipher);
+  return build(typeId, parseFixed(typeId, body), body, cipher, profile);
 }
 
 /**
  * One whole frame (8-byte header and body) -> message, for tools and tests that hold a frame in a
- * buffer: decodeFrame(buf, {direction, cipher}). Throws a ProtocolError when the header does not
+ * buffer: decodeFrame(buf, {direction, cipher, profile}). Throws a ProtocolError when the header does not
  * match the buffer or the body is wrong.
  */
-function decodeFrame(buf, { direction = DIRECTION.ROUTER_TO_HOST, cipher } = {}) {
+function decodeFrame(buf, { direction = DIRECTION.ROUTER_TO_HOST, cipher, profile } = {}) {
   if (buf.length < HEADER_LENGTH) throw new ProtocolError(ERROR_CODES.TRUNCATED, `a frame is at least ${HEADER_LENGTH} bytes, got ${buf.length}`);
   const length = buf.readUInt32BE(0);
   if (buf.length !== HEADER_LENGTH + length) {
     throw new ProtocolError(ERROR_CODES.TRUNCATED, `MessageLength ${length} does not match the ${buf.length - HEADER_LENGTH} body bytes given`);
   }
-  return decode(buf.readUInt32BE(4), buf.subarray(HEADER_LENGTH), direction, cipher);
+  return decode(buf.readUInt32BE(4), buf.subarray(HEADER_LENGTH), direction, cipher, profile);
 }
 
 /** Bytes of the fixed part of a message type (before its tags), or undefined for an unknown type. */
-function fixedLength(wireTypeId) {
-  const l = LAYOUTS[typeFromWire(wireTypeId)];
+function fixedLength(wireTypeId, profile = DEFAULT_PROFILE) {
+  const l = LAYOUTS[profile.typeFromWire(wireTypeId)];
   return l === undefined ? undefined : l.fixedSize;
 }
 

@@ -5,13 +5,9 @@
 // finds a router numbering them otherwise sets them in config (`protocol`), not in code. The rest
 // of the code works with the canonical numbers of constants.js; only the wire boundary (the
 // decoder's input, the serializer's output) translates, through the tables below. The default
-// profile is the identity. One profile per process: a gateway and its router speak one numbering.
+// profile is the identity. Each reader and serializer is given its profile (DEFAULT_PROFILE unless told).
 
 const { MESSAGE_TYPES, STATUS, MAX_UINT32 } = require('./constants');
-
-const state = {
-  typeToWire: null, typeFromWire: null, statusToWire: null, statusFromWire: null, identity: true,
-};
 
 function table(names, canonical, given, what) {
   const out = { ...canonical };
@@ -36,36 +32,62 @@ function resolveProfile({ messageTypes, status } = {}) {
   };
 }
 
-/** Makes `profile` (or the default) the numbering of this process's codec. */
-function setProfile(profile) {
-  const p = resolveProfile(profile || {});
-  const maps = (canonical, wire) => {
-    const to = new Map();
-    const from = new Map();
-    for (const [name, number] of Object.entries(canonical)) {
-      to.set(number, wire[name]);
-      from.set(wire[name], number);
-    }
-    return [to, from];
-  };
-  [state.typeToWire, state.typeFromWire] = maps(MESSAGE_TYPES, p.messageTypes);
-  [state.statusToWire, state.statusFromWire] = maps(STATUS, p.status);
-  state.identity = Object.entries(p.messageTypes).every(([k, v]) => MESSAGE_TYPES[k] === v) && Object.entries(p.status).every(([k, v]) => STATUS[k] === v);
-  return p;
+/**
+ * One numbering on the wire, for the readers and serializers given it (serializerFor, MessageReader's
+ * `profile`, decodeFrame's): not the process's, so a gateway and a router simulator with different
+ * profiles can share a process. `spec`: {messageTypes, status}, checked by resolveProfile.
+ */
+class Profile {
+  constructor(spec) {
+    const p = resolveProfile(spec || {});
+    this.messageTypes = p.messageTypes;
+    this.status = p.status;
+    this.identity = Object.entries(p.messageTypes).every(([k, v]) => MESSAGE_TYPES[k] === v)
+      && Object.entries(p.status).every(([k, v]) => STATUS[k] === v);
+    const maps = (canonical, wire) => {
+      const to = new Map();
+      const from = new Map();
+      for (const [name, number] of Object.entries(canonical)) {
+        to.set(number, wire[name]);
+        from.set(wire[name], number);
+      }
+      return [to, from];
+    };
+    [this.typesToWire, this.typesFromWire] = maps(MESSAGE_TYPES, p.messageTypes);
+    [this.statusesToWire, this.statusesFromWire] = maps(STATUS, p.status);
+  }
+
+  /** Wire type number -> canonical. A wire number that this profile moved away from its canonical
+   * meaning must not decode as that meaning: it becomes a number past every table. */
+  typeFromWire(n) {
+    if (this.identity) return n;
+    const t = this.typesFromWire.get(n);
+    if (t !== undefined) return t;
+    return this.typesToWire.has(n) ? MAX_UINT32 : n;
+  }
+
+  typeToWire(n) {
+    return this.identity ? n : this.typesToWire.get(n);
+  }
+
+  statusFromWire(n) {
+    return this.identity ? n : (this.statusesFromWire.get(n) ?? n);
+  }
+
+  statusToWire(n) {
+    return this.identity ? n : (this.statusesToWire.get(n) ?? n);
+  }
 }
 
-/** Wire type number -> canonical (an unknown number maps to one no table has). */
-const typeFromWire = (n) => (state.identity ? n : (state.typeFromWire.get(n) ?? unknownType(n)));
-const typeToWire = (n) => (state.identity ? n : state.typeToWire.get(n));
-const statusFromWire = (n) => (state.identity ? n : (state.statusFromWire.get(n) ?? n));
-const statusToWire = (n) => (state.identity ? n : (state.statusToWire.get(n) ?? n));
+/** Our numbering (docs/protocol.md): what every reader and serializer uses unless given another. */
+const DEFAULT_PROFILE = new Profile();
 
-// A wire number that the profile moved away from its canonical meaning must not decode as that
-// meaning: it becomes a number past every table.
-function unknownType(n) {
-  return state.typeToWire.has(n) ? MAX_UINT32 : n;
+/** The profile of a config's `protocol` section (or of nothing: the default). */
+function createProfile(spec) {
+  if (spec === undefined || spec === null || (spec.messageTypes === undefined && spec.status === undefined)) return DEFAULT_PROFILE;
+  return new Profile({ messageTypes: spec.messageTypes, status: spec.status });
 }
 
-setProfile();
-
-module.exports = { resolveProfile, setProfile, typeFromWire, typeToWire, statusFromWire, statusToWire };
+module.exports = {
+  resolveProfile, createProfile, Profile, DEFAULT_PROFILE,
+};

@@ -5,6 +5,7 @@ const { decode } = require('./parser');
 const { ProtocolError } = require('./errors');
 const { DIRECTION } = require('./direction');
 const { HEADER_LENGTH } = require('./constants');
+const { DEFAULT_PROFILE } = require('./profile');
 
 /**
  * Framer + decoder: chunks in, messages out. onMessage(msg, size) once per good frame (size: the
@@ -16,12 +17,14 @@ class MessageReader {
   /**
    * direction: 'router-to-host' (a host reading a router: only router->host types are legal) or
    * 'host-to-router' (a router, or the simulator, reading a host). cipher: des.createSessionCipher
-   * once an encrypted session is open (setCipher).
+   * once an encrypted session is open (setCipher). profile: the wire numbering (profile.js; ours
+   * by default).
    */
   constructor({
-    direction = DIRECTION.ROUTER_TO_HOST, maxMessageLength, onMessage, onError, cipher, onFrame,
+    direction = DIRECTION.ROUTER_TO_HOST, maxMessageLength, onMessage, onError, cipher, onFrame, profile = DEFAULT_PROFILE,
   }) {
     this.direction = direction;
+    this.profile = profile;
     this.cipher = cipher;
     this.onFrame = onFrame; // optional tap: (typeId, body) for every complete frame, before it is decoded
     this.onMessage = onMessage;
@@ -75,7 +78,7 @@ class MessageReader {
     if (this.onFrame !== undefined) this.onFrame(typeId, body);
     let msg;
     try {
-      msg = decode(typeId, body, this.direction, this.cipher);
+      msg = decode(typeId, body, this.direction, this.cipher, this.profile);
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
       this.onError(err);

@@ -11,7 +11,7 @@ const { EncodeError, ENCODE_ERROR_CODES: E } = require('./errors');
 const { NOT_WIRE_TEXT: NOT_TEXT } = require('./text');
 const { MAX_ENCRYPTED_FIELD: ENCRYPTED_TAG_DATA } = require('./des'); // 248: a padded field still fits one length byte
 
-const { typeToWire, statusToWire } = require('./profile');
+const { DEFAULT_PROFILE } = require('./profile');
 
 const NO_OPTIONS = Object.freeze({});
 
@@ -153,13 +153,13 @@ class TagList {
   }
 }
 
-/** Allocates header + fixed words (+ flags byte) + tags once, and writes them. */
-function frame(typeId, words, flags, tags) {
+/** Allocates header + fixed words (+ flags byte) + tags once, and writes them; p: the profile. */
+function frame(p, typeId, words, flags, tags) {
   const fixed = words.length * 4 + (flags === undefined ? 0 : 1);
   const bodyLength = fixed + (tags ? tags.size : 0);
   const buf = Buffer.allocUnsafe(HEADER_LENGTH + bodyLength);
   buf.writeUInt32BE(bodyLength, 0);
-  buf.writeUInt32BE(typeToWire(typeId), 4); // the profile's numbering on the wire (profile.js)
+  buf.writeUInt32BE(p.typeToWire(typeId), 4); // the profile's numbering on the wire (profile.js)
   let offset = HEADER_LENGTH;
   for (let i = 0; i < words.length; i++, offset += 4) buf.writeUInt32BE(words[i], offset);
   if (flags !== undefined) buf[offset++] = flags;
@@ -167,10 +167,10 @@ function frame(typeId, words, flags, tags) {
   return buf;
 }
 
-function status(value) {
+function status(p, value) {
   const s = typeof value === 'string' ? STATUS[value] : value;
   if (s === undefined) throw new EncodeError(E.BAD_STATUS, `unknown status ${value}`);
-  return uint32(statusToWire(s), 'status');
+  return uint32(p.statusToWire(s), 'status');
 }
 
 function errorTags(error, options) {
@@ -182,49 +182,67 @@ function errorTags(error, options) {
 
 // One function per message type. `options`: {nul, cipher}. nul: true to NUL-terminate every scalar
 // tag (the router's convention), or a list of field keys; the host sends none (default). cipher:
-// a session cipher (des.createSessionCipher) on an encrypted session.
-const serialize = {
-  failureConf: (invokeId, st, error, options) => frame(T.FAILURE_CONF,
-    [uint32(invokeId, 'invokeId'), status(st)], undefined, errorTags(error, options)),
-  failureEvent: (st, error, options) => frame(T.FAILURE_EVENT, [status(st)], undefined, errorTags(error, options)),
-  openReq({
-    invokeId, version, idleTimeoutMs, encryption = 0, config, sessionKey, unknownTags,
-  }, { nul } = NO_OPTIONS) {
-    const tags = new TagList({ nul });
-    tags.scalar(TAGS.CONFIG, config, 'config');
-    if (sessionKey !== undefined) tags.add(TAGS.SESSION_KEY, sessionKey, 'sessionKey');
-    if (unknownTags) for (const t of unknownTags) tags.raw(t);
-    return frame(T.OPEN_REQ, [uint32(invokeId, 'invokeId'), uint32(version, 'version'),
-      uint32(idleTimeoutMs, 'idleTimeoutMs'), uint32(encryption, 'encryption')], undefined, tags);
-  },
-  openConf: (invokeId) => frame(T.OPEN_CONF, [uint32(invokeId, 'invokeId')]),
-  closeReq: (invokeId) => frame(T.CLOSE_REQ, [uint32(invokeId, 'invokeId')]),
-  closeConf: (invokeId) => frame(T.CLOSE_CONF, [uint32(invokeId, 'invokeId')]),
-  heartbeatReq: (invokeId) => frame(T.HEARTBEAT_REQ, [uint32(invokeId, 'invokeId')]),
-  heartbeatConf: (invokeId) => frame(T.HEARTBEAT_CONF, [uint32(invokeId, 'invokeId')]),
-  queryReq(msg, options) {
-    const tags = new TagList(options);
-    tags.callData(msg);
-    const flags = (msg.duplicate ? QUERY_FLAGS.DUPLICATE : 0) | (msg.noScriptReply ? QUERY_FLAGS.NO_SCRIPT_REPLY : 0);
-    return frame(T.QUERY_REQ, [uint32(msg.invokeId, 'invokeId'), uint32(msg.routerCallDay, 'routerCallDay'),
-      uint32(msg.routerCallKey, 'routerCallKey')], flags, tags);
-  },
-  queryResp(msg, options) {
-    const tags = new TagList(options);
-    tags.callData(msg);
-    return frame(T.QUERY_RESP, [uint32(msg.invokeId, 'invokeId'), status(msg.status || 0)], undefined, tags);
-  },
-  paramReq: ({ invokeId, paramId, paramValue }) => frame(T.PARAM_REQ,
-    [uint32(invokeId, 'invokeId'), uint32(paramId, 'paramId'), uint32(paramValue, 'paramValue')]),
-  paramConf: (invokeId) => frame(T.PARAM_CONF, [uint32(invokeId, 'invokeId')]),
-};
+// a session cipher (des.createSessionCipher) on an encrypted session. Each set writes the type and
+// status numbers of one profile (profile.js): serializerFor(profile); `serialize` is the default's.
+function makeSerializer(p) {
+  return {
+    failureConf: (invokeId, st, error, options) => frame(p, T.FAILURE_CONF,
+      [uint32(invokeId, 'invokeId'), status(p, st)], undefined, errorTags(error, options)),
+    failureEvent: (st, error, options) => frame(p, T.FAILURE_EVENT, [status(p, st)], undefined, errorTags(error, options)),
+    openReq({
+      invokeId, version, idleTimeoutMs, encryption = 0, config, sessionKey, unknownTags,
+    }, { nul } = NO_OPTIONS) {
+      const tags = new TagList({ nul });
+      tags.scalar(TAGS.CONFIG, config, 'config');
+      if (sessionKey !== undefined) tags.add(TAGS.SESSION_KEY, sessionKey, 'sessionKey');
+      if (unknownTags) for (const t of unknownTags) tags.raw(t);
+      return frame(p, T.OPEN_REQ, [uint32(invokeId, 'invokeId'), uint32(version, 'version'),
+        uint32(idleTimeoutMs, 'idleTimeoutMs'), uint32(encryption, 'encryption')], undefined, tags);
+    },
+    openConf: (invokeId) => frame(p, T.OPEN_CONF, [uint32(invokeId, 'invokeId')]),
+    closeReq: (invokeId) => frame(p, T.CLOSE_REQ, [uint32(invokeId, 'invokeId')]),
+    closeConf: (invokeId) => frame(p, T.CLOSE_CONF, [uint32(invokeId, 'invokeId')]),
+    heartbeatReq: (invokeId) => frame(p, T.HEARTBEAT_REQ, [uint32(invokeId, 'invokeId')]),
+    heartbeatConf: (invokeId) => frame(p, T.HEARTBEAT_CONF, [uint32(invokeId, 'invokeId')]),
+    queryReq(msg, options) {
+      const tags = new TagList(options);
+      tags.callData(msg);
+      const flags = (msg.duplicate ? QUERY_FLAGS.DUPLICATE : 0) | (msg.noScriptReply ? QUERY_FLAGS.NO_SCRIPT_REPLY : 0);
+      return frame(p, T.QUERY_REQ, [uint32(msg.invokeId, 'invokeId'), uint32(msg.routerCallDay, 'routerCallDay'),
+        uint32(msg.routerCallKey, 'routerCallKey')], flags, tags);
+    },
+    queryResp(msg, options) {
+      const tags = new TagList(options);
+      tags.callData(msg);
+      return frame(p, T.QUERY_RESP, [uint32(msg.invokeId, 'invokeId'), status(p, msg.status || 0)], undefined, tags);
+    },
+    paramReq: ({ invokeId, paramId, paramValue }) => frame(p, T.PARAM_REQ,
+      [uint32(invokeId, 'invokeId'), uint32(paramId, 'paramId'), uint32(paramValue, 'paramValue')]),
+    paramConf: (invokeId) => frame(p, T.PARAM_CONF, [uint32(invokeId, 'invokeId')]),
+  };
+}
+
+const serializers = new WeakMap();
+
+/** The serializer of `profile` (made once per profile). */
+function serializerFor(profile = DEFAULT_PROFILE) {
+  let s = serializers.get(profile);
+  if (s === undefined) {
+    s = Object.freeze(makeSerializer(profile));
+    serializers.set(profile, s);
+  }
+  return s;
+}
+
+const serialize = serializerFor(DEFAULT_PROFILE);
 
 /**
- * encode(message, {nul}) -> Buffer, for any message object with `type` (name) or `typeId`.
+ * encode(message, {nul, profile}) -> Buffer, for any message object with `type` (name) or `typeId`.
  * `nul`: true to NUL-terminate every scalar tag (the router's convention), or a list of field
  * keys ('subtype', 'clid', 'vars.1', 'config', 'error', ...). The host sends no NULs (default).
  */
-function encode(msg, { nul } = {}) {
+function encode(msg, { nul, profile } = {}) {
+  const serialize = serializerFor(profile);
   const typeId = msg.typeId !== undefined ? msg.typeId : T[msg.type];
   switch (typeId) {
     case T.FAILURE_CONF: return serialize.failureConf(msg.invokeId, msg.status, msg.error, { nul });
@@ -243,4 +261,4 @@ function encode(msg, { nul } = {}) {
   }
 }
 
-module.exports = { encode, serialize };
+module.exports = { encode, serialize, serializerFor };

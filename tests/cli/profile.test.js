@@ -48,19 +48,25 @@ describe('protocol compatibility profile, end to end', function () {
     await sim.close();
   });
 
-  it('the gateway answers type 5 as a heartbeat (type 6) and stays open', async () => {
-    const s = net.connect(port, '127.0.0.1');
+  /** OPEN_REQ, then a heartbeat of wire type `type`: [the reply's type, its InvokeID]. */
+  async function heartbeatAt(gatewayPort, type) {
+    const s = net.connect(gatewayPort, '127.0.0.1');
     await once(s, 'connect');
     const got = [];
     s.on('data', (d) => got.push(d));
     s.write(frame(3, [1, 2, 60000, 0])); // OPEN_REQ
-    s.write(frame(5, [9])); // HEARTBEAT_REQ in this numbering (CLOSE_REQ in ours)
+    s.write(frame(type, [9]));
     const until = Date.now() + 3000;
     while (Buffer.concat(got).length < 24 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    s.destroy();
     const bytes = Buffer.concat(got);
     assert.equal(bytes.readUInt32BE(4), 4, 'OPEN_CONF');
-    assert.deepEqual([bytes.readUInt32BE(16), bytes.readUInt32BE(20)], [6, 9], 'type 6 for InvokeID 9');
-    s.destroy();
+    return [bytes.readUInt32BE(16), bytes.readUInt32BE(20)];
+  }
+
+  it('the gateway answers type 5 as a heartbeat (type 6) and stays open', async () => {
+    // HEARTBEAT_REQ in this numbering (CLOSE_REQ in ours)
+    assert.deepEqual(await heartbeatAt(port, 5), [6, 9], 'type 6 for InvokeID 9');
     const sessionsUrl = gw.err.match(/admin on (http:\/\/[\d.:]+)/)[1];
     assert.ok(sessionsUrl);
   });
@@ -87,6 +93,40 @@ describe('protocol compatibility profile, end to end', function () {
     );
     assert.match(names, /HEARTBEAT_REQ/);
     assert.ok(!/CLOSE_REQ/.test(names.split('\n').slice(0, -3).join('\n')), 'heartbeats are not read as closes');
+  });
+
+  it('in one process, a GED-125-numbered gateway and router next to a default pair: each keeps its own numbering', async () => {
+    const { startStack } = require('../helpers/stack');
+    const { Router } = require('../../simulator/router');
+    const { createProfile } = require('../../lib/protocol');
+    const stacks = [await startStack({ gateway: { protocol: PROTOCOL } }), await startStack()];
+    try {
+      const routers = [
+        new Router({ targets: [{ host: '127.0.0.1', port: stacks[0].port }], profile: createProfile(PROTOCOL), settings: { heartbeatIntervalMs: 100 } }),
+        new Router({ targets: [{ host: '127.0.0.1', port: stacks[1].port }], settings: { heartbeatIntervalMs: 100 } }),
+      ];
+      await Promise.all(routers.map((r) => r.start()));
+      await Promise.all(routers.map((r) => r.runClosedLoop({ window: 4, count: 100 })));
+      await new Promise((r) => setTimeout(r, 400)); // heartbeats both ways, each in its own numbering
+      for (const r of routers) {
+        const s = await r.stop();
+        assert.equal(s.ok, 100, JSON.stringify(s));
+        assert.deepEqual(s.violations, {});
+      }
+      // The wire itself, after both gateways started: 5 is a heartbeat to one, 7 to the other (the
+      // swap is symmetric, so the reply's type alone cannot tell a heartbeat from a close: the count can).
+      const heartbeats = async (st) => Number(/ged145_heartbeats_total (\d+)/.exec(await st.gateway.metrics.text())[1]);
+      for (const [st, type, reply] of [[stacks[0], 5, 6], [stacks[1], 7, 8]]) {
+        const before = await heartbeats(st);
+        assert.deepEqual(await heartbeatAt(st.port, type), [reply, 9]);
+        assert.equal(await heartbeats(st), before + 1, `type ${type} answered as a heartbeat`);
+      }
+      for (const stack of stacks) {
+        assert.ok(!stack.log.lines.some((l) => /rejected a frame|closing connection/.test(l.message)), JSON.stringify(stack.log.lines.map((l) => l.message)));
+      }
+    } finally {
+      await Promise.all(stacks.map((st) => st.stop()));
+    }
   });
 
   it('config refuses a profile with a number used twice, naming the keys', () => {

@@ -123,7 +123,7 @@ describe('gateway limits and admin port', () => {
       assert.match(text, /ged145_queries_total\{subtype="echo",outcome="ok"\} 1/);
       assert.match(text, /ged145_queries_total\{subtype="fail",outcome="host_error"\} 1/);
       assert.match(text, /ged145_heartbeats_total 1/);
-      assert.match(text, /ged145_protocol_errors_total\{code="unknown-type"\} 1/);
+      assert.match(text, /ged145_protocol_errors_total\{code="unknown_type"\} 1/);
       assert.match(text, /ged145_sessions\{state="open"\} 1/);
       assert.match(text, /ged145_query_duration_seconds_bucket\{le="0.25",outcome="ok"\} 1/);
       assert.match(text, /ged145_queries_in_flight 0/);

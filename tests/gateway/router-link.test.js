@@ -32,7 +32,7 @@ async function linkPair(onMessage = () => {}) {
       events.push(msg.invokeId);
       onMessage(msg, link);
     },
-    onProtocolError: (err) => events.push(`error ${err.code}`),
+    onProtocolError: (err) => events.push(`error ${err.reason}`),
     onPeerEnd: () => events.push('end'),
     onClosed: () => events.push('closed'),
   });
@@ -80,7 +80,7 @@ describe('RouterLink (unit, loopback socket)', () => {
     const bad = Buffer.from('0000000000000063', 'hex'); // MessageLength 0, MessageType 99: an unknown type
     client.write(Buffer.concat([heartbeats(1, 1), bad, heartbeats(1, 2)]));
     await until(() => events.length === 3);
-    assert.deepEqual(events, [1, 'error unknown-type', 2]);
+    assert.deepEqual(events, [1, 'error unknown_type', 2]);
     const reply = serialize.heartbeatConf(1);
     link.send(reply);
     const [data] = await once(client, 'data');

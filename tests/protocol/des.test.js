@@ -68,7 +68,8 @@ describe('DES field encryption', () => {
   it('an encrypted field holds at most 248 bytes (padded to 256 it would not fit a tag)', () => {
     serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(248) } }, { cipher: enc });
     assert.throws(
-      () => serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(249) } }, { cipher: enc }), (e) => e instanceof EncodeError && e.code === 'tag-too-long'
+      () => serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(249) } }, { cipher: enc }),
+      (e) => e instanceof EncodeError && e.code === 'ERR_GED145_ENCODE_TAG_TOO_LONG'
     );
   });
 

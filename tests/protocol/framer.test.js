@@ -68,7 +68,7 @@ describe('Framer', () => {
     framer.push(Buffer.from('00000009', 'hex')); // header complete: 17 > 16
     assert.equal(frames.length, 1);
     assert.equal(errors.length, 1);
-    assert.equal(errors[0].code, 'frame-too-large');
+    assert.equal(errors[0].code, 'ERR_GED145_FRAME_TOO_LARGE');
     assert.equal(errors[0].fatal, true);
   });
 

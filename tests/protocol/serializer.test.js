@@ -11,19 +11,20 @@ const present = (msg) => Object.fromEntries(Object.entries(msg).filter(([, v]) =
 
 describe('serializer', () => {
   const refusals = [
-    ['a tag over 255 bytes', () => serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(256) } }), 'tag-too-long'],
-    ['non-ASCII text', () => serialize.queryResp({ invokeId: 1, clid: 'caf\u00e9' }), 'non-ascii'],
-    ['a NUL inside a scalar', () => serialize.queryResp({ invokeId: 1, ced: 'a\0b' }), 'non-ascii'],
-    ['an InvokeID over UINT32', () => serialize.heartbeatConf(2 ** 32), 'out-of-range'],
-    ['a negative InvokeID', () => serialize.openConf(-1), 'out-of-range'],
-    ['a fractional InvokeID', () => serialize.openConf(1.5), 'out-of-range'],
-    ['a variable number outside 1..10', () => serialize.queryResp({ invokeId: 1, vars: { 11: 'x' } }), 'bad-var'],
-    ['a non-string value', () => serialize.queryResp({ invokeId: 1, vars: { 1: 42 } }), 'not-text'],
-    ['an empty ECC name', () => serialize.queryResp({ invokeId: 1, ecc: { '': 'x' } }), 'bad-ecc'],
-    ['an ECC pair over 255 bytes', () => serialize.queryResp({ invokeId: 1, ecc: { n: 'v'.repeat(254) } }), 'tag-too-long'],
-    ['an ECC array index over 255', () => serialize.queryResp({ invokeId: 1, eccArrays: [{ name: 'a', index: 256, value: '' }] }), 'out-of-range'],
-    ['an unknown status', () => serialize.failureConf(1, 'E_NOPE'), 'bad-status'],
-    ['an unknown message type', () => encode({ type: 'NOPE' }), 'unknown-type'],
+    ['a tag over 255 bytes', () => serialize.queryResp({ invokeId: 1, vars: { 1: 'x'.repeat(256) } }), 'ERR_GED145_ENCODE_TAG_TOO_LONG'],
+    ['non-ASCII text', () => serialize.queryResp({ invokeId: 1, clid: 'caf\u00e9' }), 'ERR_GED145_ENCODE_NON_ASCII'],
+    ['a NUL inside a scalar', () => serialize.queryResp({ invokeId: 1, ced: 'a\0b' }), 'ERR_GED145_ENCODE_NON_ASCII'],
+    ['an InvokeID over UINT32', () => serialize.heartbeatConf(2 ** 32), 'ERR_GED145_ENCODE_OUT_OF_RANGE'],
+    ['a negative InvokeID', () => serialize.openConf(-1), 'ERR_GED145_ENCODE_OUT_OF_RANGE'],
+    ['a fractional InvokeID', () => serialize.openConf(1.5), 'ERR_GED145_ENCODE_OUT_OF_RANGE'],
+    ['a variable number outside 1..10', () => serialize.queryResp({ invokeId: 1, vars: { 11: 'x' } }), 'ERR_GED145_ENCODE_BAD_VAR'],
+    ['a non-string value', () => serialize.queryResp({ invokeId: 1, vars: { 1: 42 } }), 'ERR_GED145_ENCODE_NOT_TEXT'],
+    ['an empty ECC name', () => serialize.queryResp({ invokeId: 1, ecc: { '': 'x' } }), 'ERR_GED145_ENCODE_BAD_ECC'],
+    ['an ECC pair over 255 bytes', () => serialize.queryResp({ invokeId: 1, ecc: { n: 'v'.repeat(254) } }), 'ERR_GED145_ENCODE_TAG_TOO_LONG'],
+    ['an ECC array index over 255', () => serialize.queryResp({ invokeId: 1, eccArrays: [{ name: 'a', index: 256, value: '' }] }),
+      'ERR_GED145_ENCODE_OUT_OF_RANGE'],
+    ['an unknown status', () => serialize.failureConf(1, 'E_NOPE'), 'ERR_GED145_ENCODE_BAD_STATUS'],
+    ['an unknown message type', () => encode({ type: 'NOPE' }), 'ERR_GED145_ENCODE_UNKNOWN_TYPE'],
   ];
   for (const [what, fn, code] of refusals) {
     it(`refuses ${what} with code ${code}`, () => {

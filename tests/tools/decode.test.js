@@ -61,7 +61,7 @@ describe('ged145 decode', function () {
     const lines = r.out.trim().split('\n');
     assert.equal(lines.length, 3, r.out);
     assert.match(lines[0], /router->host {2}OPEN_REQ id=1 version=2/);
-    assert.match(lines[1], /! tag-overrun: .* \(InvokeID 5\)/);
+    assert.match(lines[1], /! tag_overrun: .* \(InvokeID 5\)/);
     assert.match(lines[2], /host->router {2}QUERY_RESP id=5 E_AG_NO_ERROR vars=\{"1":"ok"\}/);
   });
 

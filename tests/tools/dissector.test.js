@@ -42,7 +42,7 @@ describe('Wireshark dissector (tshark)', function () {
     router.pcap.flow = (ids) => {
       const flow = wrap(ids);
       const out = new MessageReader({
-        direction: DIRECTION.ROUTER_TO_HOST, onMessage: (m) => sent.push(m), onError: (e) => sent.push({ error: e.code, invokeId: e.invokeId }),
+        direction: DIRECTION.ROUTER_TO_HOST, onMessage: (m) => sent.push(m), onError: (e) => sent.push({ error: e.reason, invokeId: e.invokeId }),
       });
       const inn = new MessageReader({
         direction: DIRECTION.HOST_TO_ROUTER, onMessage: (m) => received.push(m), onError: (e) => received.push({ error: e.code }),
@@ -98,7 +98,7 @@ describe('Wireshark dissector (tshark)', function () {
   it('flags the malformed frame with expert info, and the gateway answered it E_AG_INVALID_MESSAGE', () => {
     const t = decoded();
     assert.deepEqual(t.experts, ['Tag length runs past the end of the body']);
-    const bad = sent.find((m) => m.error === 'tag-overrun');
+    const bad = sent.find((m) => m.error === 'tag_overrun');
     assert.ok(bad);
     assert.ok(received.some((m) => m.type === 'FAILURE_CONF' && m.invokeId === bad.invokeId && m.status === 4));
   });

@@ -6,7 +6,7 @@
 
 const fs = require('node:fs');
 const {
-  Framer, decode, des, DIRECTION, ERROR_CODES, DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES: T, profile: { typeToWire },
+  Framer, decode, des, DIRECTION, ERROR_CODES, DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES: T, DEFAULT_PROFILE,
 } = require('../../lib/protocol');
 const { messageLine } = require('../../lib/message-line');
 const { UsageError, OperatorError } = require('../../lib/errors');
@@ -14,7 +14,7 @@ const { numberFlag, desKeyFlag } = require('../../lib/cli-flags');
 const {
   captureKind, segments, BufferSource, FileSource, CaptureError,
 } = require('./capture');
-const { applyProtocolFile } = require('../../lib/protocol-file');
+const { readProtocolFile } = require('../../lib/protocol-file');
 
 const summary = 'decode GED-145 bytes: hex, a raw byte file, or a pcap/pcapng capture';
 const usage = `usage: ged145 decode [HEX...] [options]
@@ -59,9 +59,10 @@ function parseHex(text) {
  */
 class StreamDecoder {
   constructor({
-    direction, maxLength, onMessage, emit,
+    direction, maxLength, onMessage, emit, profile = DEFAULT_PROFILE,
   }) {
     this.direction = direction;
+    this.profile = profile;
     this.cipher = undefined;
     this.ts = null;
     this.emit = emit;
@@ -69,7 +70,7 @@ class StreamDecoder {
     this.framer = new Framer({
       maxMessageLength: maxLength,
       onFrame: (typeId, body) => this.frame(typeId, body),
-      onError: (err) => this.emit({ ts: this.ts, direction: this.direction, error: err.code, text: err.message }),
+      onError: (err) => this.emit({ ts: this.ts, direction: this.direction, error: err.reason, text: err.message }),
     });
     this.stopped = false;
   }
@@ -78,7 +79,7 @@ class StreamDecoder {
     this.ts = ts;
     if (this.stopped) return;
     if (this.framer.failed) {
-      this.emit({ ts, direction: this.direction, error: 'not-read', text: 'bytes after a fatal frame are not decoded' });
+      this.emit({ ts, direction: this.direction, error: 'not_read', text: 'bytes after a fatal frame are not decoded' });
       this.stopped = true;
       return;
     }
@@ -95,7 +96,7 @@ class StreamDecoder {
   }
 
   frame(typeId, body) {
-    const tryDecode = (direction) => decode(typeId, body, direction, this.cipher);
+    const tryDecode = (direction) => decode(typeId, body, direction, this.cipher, this.profile);
     let direction = this.direction || DIRECTION.ROUTER_TO_HOST;
     let msg;
     try {
@@ -108,7 +109,7 @@ class StreamDecoder {
       }
     } catch (err) {
       this.emit({
-        ts: this.ts, direction, error: err.code || 'error', text: err.message, invokeId: err.invokeId,
+        ts: this.ts, direction, error: err.reason || 'error', text: err.message, invokeId: err.invokeId,
       });
       return;
     }
@@ -127,8 +128,12 @@ class StreamDecoder {
 }
 
 /** Bytes that are not a capture: one stream of frames. */
-function decodeBytes(buf, { direction, maxLength, emit }) {
-  const d = new StreamDecoder({ direction, maxLength, emit });
+function decodeBytes(buf, {
+  direction, maxLength, emit, profile,
+}) {
+  const d = new StreamDecoder({
+    direction, maxLength, emit, profile,
+  });
   d.push(buf);
   d.finish();
 }
@@ -208,7 +213,7 @@ class DirectionStream {
  * Returns what the caller may want to tell the user: {streams, encrypted}.
  */
 function decodeCapture(source, {
-  port, desKey, maxLength, emit, withStream,
+  port, desKey, maxLength, emit, withStream, profile = DEFAULT_PROFILE,
 }) {
   const streams = new Map();
   let t0 = null;
@@ -230,7 +235,7 @@ function decodeCapture(source, {
     if (port !== undefined && s.srcPort === port) st.host = a;
     if (s.data.length === 0) continue;
     if (port !== undefined && st.host === null) continue; // not a stream of the given port
-    if (st.host === null) st.host = guessHost(s, a, b, maxLength);
+    if (st.host === null) st.host = guessHost(s, a, b, maxLength, profile);
     if (st.name === null) {
       st.name = [...new Set([key.split('|').find((e) => e !== st.host), st.host])].join(' -> ');
       found.streams++;
@@ -250,7 +255,7 @@ function decodeCapture(source, {
       };
       const streamEmit = (e) => emit(withStream(st.name) ? { ...e, stream: st.name } : e);
       dir = new DirectionStream(new StreamDecoder({
-        direction, maxLength, onMessage, emit: streamEmit,
+        direction, maxLength, onMessage, emit: streamEmit, profile,
       }));
       dir.decoder.cipher = st.cipher;
       st.directions[direction] = dir;
@@ -262,13 +267,13 @@ function decodeCapture(source, {
 }
 
 /** Without a SYN, from the first segment with data: the side an OPEN_REQ goes to, else the side that receives first. */
-function guessHost(s, from, to, maxLength) {
+function guessHost(s, from, to, maxLength, profile) {
   const d = s.data;
   if (d.length >= 8 && d.readUInt32BE(0) <= maxLength) {
     const type = d.readUInt32BE(4);
-    if (type === typeToWire(T.OPEN_REQ)) return to;
+    if (type === profile.typeToWire(T.OPEN_REQ)) return to;
     for (const t of [T.OPEN_CONF, T.QUERY_RESP, T.HEARTBEAT_CONF, T.FAILURE_CONF, T.FAILURE_EVENT, T.CLOSE_CONF, T.PARAM_CONF]) {
-      if (type === typeToWire(t)) return from;
+      if (type === profile.typeToWire(t)) return from;
     }
   }
   return to;
@@ -312,7 +317,7 @@ async function readStdin() {
 }
 
 async function main(values, positionals) {
-  if (values.protocol) applyProtocolFile(values.protocol);
+  const { profile } = values.protocol ? readProtocolFile(values.protocol) : { profile: DEFAULT_PROFILE };
   const maxLength = numberFlag(values, 'max-length', { int: true, min: 8 }) || DEFAULT_MAX_MESSAGE_LENGTH;
   const port = numberFlag(values, 'port', { int: true, min: 1, max: 65535 });
   if (values.direction !== undefined && !Object.hasOwn(ARROWS, values.direction)) throw new UsageError('--direction takes router-to-host or host-to-router');
@@ -335,7 +340,7 @@ async function main(values, positionals) {
       const n = fs.readSync(fd, head, 0, 4, 0);
       if (captureKind(head.subarray(0, n)) !== null) {
         capture(() => new FileSource(fd), {
-          port, desKey, maxLength, write, what: file,
+          port, desKey, maxLength, write, what: file, profile,
         });
         return;
       }
@@ -349,11 +354,13 @@ async function main(values, positionals) {
   }
   if (captureKind(buf) !== null) {
     capture(() => new BufferSource(buf), {
-      port, desKey, maxLength, write, what: 'the capture',
+      port, desKey, maxLength, write, what: 'the capture', profile,
     });
     return;
   }
-  decodeBytes(buf, { direction: values.direction || null, maxLength, emit: write.entry });
+  decodeBytes(buf, {
+    direction: values.direction || null, maxLength, emit: write.entry, profile,
+  });
   write.end();
   if (write.count() === 0) throw new OperatorError('no GED-145 message found');
 }
@@ -381,13 +388,13 @@ function output(json) {
 
 /** Decodes a capture from source() (read twice: once to count its streams); a damaged file is one line. */
 function capture(source, {
-  port, desKey, maxLength, write, what,
+  port, desKey, maxLength, write, what, profile,
 }) {
   let found;
   try {
     const streams = countStreams(source(), port);
     found = decodeCapture(source(), {
-      port, desKey, maxLength, emit: write.entry, withStream: () => streams > 1,
+      port, desKey, maxLength, emit: write.entry, withStream: () => streams > 1, profile,
     });
   } catch (err) {
     if (!(err instanceof CaptureError) && !(err instanceof RangeError)) throw err;
