@@ -5,7 +5,7 @@
 // FILE as the gateway would at start, environment included, and prints every problem, one line
 // each, naming the key (exit 1), or that it is fine (exit 0).
 
-const { UsageError } = require('../../lib/errors');
+const { UsageError, CODES } = require('../../lib/errors');
 
 const summary = 'print the config file\'s JSON Schema, or check a config file as the gateway would';
 const usage = `usage: ged145 config schema          print the JSON Schema of the gateway's config file
@@ -25,8 +25,12 @@ async function main(values, positionals) {
     try {
       config = loadConfig({ file });
     } catch (err) {
-      if (!(err instanceof ConfigError)) throw err; // unreadable, not JSON: one line from the CLI
-      process.stderr.write(err.problems.map((p) => `${file}: ${p}\n`).join(''));
+      let problems;
+      if (err instanceof ConfigError) problems = err.problems;
+      // Unreadable or not JSON: "config: FILE is not valid JSON: ..." is said as the other lines are.
+      else if (err.code === CODES.OPERATOR) problems = [err.message.replace(/^config: /, '').replace(`${file} is `, '')];
+      else throw err;
+      process.stderr.write(problems.map((p) => `${file}: ${p}\n`).join(''));
       process.exitCode = 1;
       return;
     }

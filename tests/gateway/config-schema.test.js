@@ -60,6 +60,11 @@ describe('the configuration schema', function () {
     assert.match(start.err, /^ged145 gateway: config: unknown key 'deadlinMs' \(did you mean 'deadlineMs'\?\)$/m);
     assert.match(start.err, /^ged145 gateway: config: limits\.maxInFlight must be an integer from 1 to 100000$/m);
     assert.doesNotMatch(start.err, /\n\s+at /);
+    // A file that is not JSON is one line of the same form, with where it broke.
+    const broken = write('{\n  "deadlineMs": 250,\n  "limits": {,}\n}\n');
+    const b = await runCli(['config', 'check', broken]);
+    assert.equal(b.code, 1);
+    assert.equal(b.err, `${broken}: not valid JSON: line 3, column 14: Expected property name or '}'\n`);
   });
 
   it('loadConfig throws one ConfigError with every problem, each naming its key', () => {
@@ -111,8 +116,9 @@ describe('the configuration schema', function () {
   });
 });
 
+/** A config file of obj (a string is written as it is). */
 function write(obj) {
   const file = path.join(tmpDir(), `config-${process.hrtime.bigint()}.json`);
-  fs.writeFileSync(file, JSON.stringify(obj));
+  fs.writeFileSync(file, typeof obj === 'string' ? obj : JSON.stringify(obj));
   return file;
 }
