@@ -67,11 +67,8 @@ function startChild({
         if (m) found(null, m);
         return;
       }
-      for (const line of out.split('\n').slice(0, -1)) {
-        if (!line.startsWith('{"ready"')) continue;
-        found(JSON.parse(line), null);
-        return;
-      }
+      const ready = readyOf(out);
+      if (ready !== null) found(ready, null);
     };
     child.stdout.on('data', onOut);
     child.stderr.on('data', onErr);
@@ -95,9 +92,17 @@ function stopChild(child, signal = 'SIGTERM', graceMs = 8000) {
   });
 }
 
+/** The --ready-json line in a process's output so far (whole lines only), parsed; null until it came. */
+function readyOf(out) {
+  for (const line of out.split('\n').slice(0, -1)) {
+    if (line.startsWith('{"ready"')) return JSON.parse(line);
+  }
+  return null;
+}
+
 /** The line a process started with --ready-json prints once it serves. */
 function announceReady(info) {
   process.stdout.write(`${JSON.stringify({ ready: info.ready, pid: process.pid, ...info })}\n`);
 }
 
-module.exports = { startChild, announceReady, BIN };
+module.exports = { startChild, announceReady, BIN, readyOf };

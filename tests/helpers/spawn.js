@@ -4,6 +4,7 @@
 
 const { spawn } = require('node:child_process');
 const path = require('node:path');
+const { readyOf } = require('../../lib/child');
 
 const ROOT = path.join(__dirname, '..', '..');
 const BIN = path.join(ROOT, 'bin', 'ged145.js');
@@ -44,7 +45,7 @@ function spawnCli(args, { env = {}, cmd = process.execPath, cmdArgs, group = fal
     check();
   });
   /** The --ready-json line (lib/child.js) once the process serves: {ready, port, adminPort, url...}. */
-  child.ready = (ms = 20_000) => child.waitFor(/^(\{"ready".*)$/m, ms).then((m) => JSON.parse(m[1]));
+  child.ready = (ms = 20_000) => child.waitFor(/^\{"ready".*\n/m, ms).then(() => readyOf(child.out));
   return child;
 }
 
