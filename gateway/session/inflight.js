@@ -105,6 +105,17 @@ class InFlight {
     this.timer = setTimeout(deadlinesDue, Math.max(1, Math.ceil(at - now)), this);
   }
 
+  /**
+   * The timer's work without waiting for it: a busy event loop (a poll phase of many backend
+   * answers) runs timers late, and a deadline answer that leaves late is worse than none.
+   * Called as backend answers come in; cheap when nothing is due.
+   */
+  expireIfDue(now = this.now()) {
+    if (now < this.timerAt) return;
+    clearTimeout(this.timer);
+    this.expireDue();
+  }
+
   /** The timer fired: expire every query that is due, and wait for the next one. */
   expireDue() {
     this.timer = null;

@@ -42,6 +42,24 @@ describe('InFlight (unit, fake clock)', () => {
     assert.equal(t.inflight.size, 0);
   });
 
+  it('expireIfDue: a busy loop answers what is due without waiting for the timer, and leaves one timer for the rest', () => {
+    t = setup();
+    t.inflight.add(q(1), 100);
+    t.inflight.add(q(2), 150);
+    t.inflight.expireIfDue(50); // nothing due: nothing happens
+    assert.deepEqual(t.expired, []);
+    t.busy.ms = 110; // the loop is busy: the real clock is at 110, the timer has not fired
+    t.inflight.expireIfDue();
+    assert.deepEqual(t.expired, [[1, 10]]);
+    assert.equal(t.clock.countTimers(), 1, 'the old timer cleared, one armed for query 2');
+    t.busy.ms = 0;
+    t.clock.tick(149);
+    assert.deepEqual(t.expired.map(([id]) => id), [1], 'query 2 is not expired early');
+    t.clock.tick(1);
+    assert.deepEqual(t.expired.map(([id]) => id), [1, 2]);
+    assert.equal(t.clock.countTimers(), 0);
+  });
+
   it('deadlines fire in arrival order, each at its own time, and the timer waits for the next', () => {
     t = setup();
     t.inflight.add(q(1), 100);
