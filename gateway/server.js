@@ -50,7 +50,7 @@ class Gateway {
 
   async listen(port = this.config.port, host = this.config.host) {
     if (this.config.warmup) {
-      const ms = await warmUp(this.config);
+      const ms = await warmUp(this.config, this.profile);
       this.log.info(`warmed up in ${Math.round(ms)} ms`);
     }
     return new Promise((resolve, reject) => {

@@ -55,14 +55,15 @@ const queryReq = (serialize, id) => serialize.queryReq({ ...QUERIES[id % QUERIES
  * CPU instead of 140 (docs/reliability.md). The short round takes that hit; the full round's code
  * survives its own end.
  */
-async function warmUp(config) {
+async function warmUp(config, profile = createProfile(config.protocol)) {
   const started = performance.now();
-  await round(config, { queries: FIRST_ROUND.queries, bursts: FIRST_ROUND.bursts });
-  await round(config, { queries: 2000, bursts: BURSTS });
+  const wire = { profile, serialize: serializerFor(profile) }; // the gateway's numbering, on both ends
+  await round(config, wire, FIRST_ROUND);
+  await round(config, wire, { queries: 2000, bursts: BURSTS });
   return performance.now() - started;
 }
 
-async function round(config, { queries, bursts: burstCount, concurrency = 32 }) {
+async function round(config, { profile, serialize }, { queries, bursts: burstCount, concurrency = 32 }) {
   let answered = 0;
   const server = http.createServer((req, res) => {
     req.resume();
@@ -75,9 +76,6 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
   await new Promise((r) => server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, r));
   const backend = new Backend({ ...config, compiledRoutes: new Map(), backend: { ...config.backend, url: `http://127.0.0.1:${server.address().port}` } });
   const metrics = new Metrics({ collectDefault: false });
-  // The gateway's wire numbering (config `protocol`), on both ends of the warm-up.
-  const profile = createProfile(config.protocol);
-  const serialize = serializerFor(profile);
   const reply = new ReplyWriter({ maxBody: config.limits.maxMessageLength, serialize }); // the session's own reply path
   let next = 0;
   const one = async (q) => {
@@ -99,7 +97,7 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
   };
   try {
     await Promise.all(Array.from({ length: concurrency }, worker));
-    await bursts(config, `http://127.0.0.1:${server.address().port}`, burstCount);
+    await bursts(config, { profile, serialize }, `http://127.0.0.1:${server.address().port}`, burstCount);
   } finally {
     await backend.close();
     server.closeAllConnections();
@@ -108,7 +106,7 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
 }
 
 /** count bursts of BURST queries in one write, through a Session of a throwaway listener. */
-async function bursts(config, url, count) {
+async function bursts(config, { profile, serialize }, url, count) {
   // Required here: session.js requires this module's neighbours, not the other way round at load.
   const { Session } = require('../session/session');
   const warmConfig = {
@@ -120,8 +118,6 @@ async function bursts(config, url, count) {
   };
   const metrics = new Metrics({ collectDefault: false });
   const resolver = new QueryResolver(warmConfig, { metrics });
-  const profile = createProfile(config.protocol);
-  const serialize = serializerFor(profile);
   const gateway = {
     profile,
     config: warmConfig,

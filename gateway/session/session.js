@@ -92,9 +92,9 @@ class Session {
     this.barrierHeld = false; // an OPEN_REQ or CLOSE_REQ waits in the backlog: decoding waits too
     this.drainScheduled = false;
     this.expiredToAbort = []; // queries answered at their deadline whose backend request is still to be aborted
-    this.outcomes = {}; // replies by their `outcome` label (ok, cached, stale, fallback, host_error...)
+    this.outcomes = {}; // replies by their `outcome` label (ok, cached, stale, fallback, host_error...): ok and failed are read from it
     this.counters = {
-      queries: 0, ok: 0, failed: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0, lost: 0,
+      queries: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0, lost: 0,
     };
     this.openTimer = setTimeout(onOpenTimeout, this.limits.openTimeoutMs, this);
     this.link = new RouterLink(socket, {
@@ -311,8 +311,6 @@ class Session {
     const seconds = p === null ? 0 : p.elapsed();
     // First: the books can wait, the router cannot. An answer at the deadline leaves this tick.
     this.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
-    if (isAnswered(outcome)) this.counters.ok++;
-    else this.counters.failed++;
     this.outcomes[outcome] = (this.outcomes[outcome] || 0) + 1;
     this.metrics.observeQuery(q.subtype, outcome, seconds);
     if (p !== null) this.afterSettle();
@@ -413,7 +411,7 @@ class Session {
       reason: this.closeReason || 'closed by router',
       abandonedQueries: lost,
       unreadBytes: this.link.unreadBytes,
-      ...this.counters,
+      ...this.tally(),
       outcomes: { ...this.outcomes, ...(lost > 0 ? { [LABEL.LOST]: lost } : {}) },
     });
   }
@@ -436,8 +434,22 @@ class Session {
       inFlight: this.inflight.size,
       waiting: this.waiting,
       paused: this.link.paused,
-      counters: { ...this.counters },
+      counters: this.tally(),
       outcomes: { ...this.outcomes },
+    };
+  }
+
+  /** The counters, with the replies answered (ok) and failed added up from the outcomes. */
+  tally() {
+    let ok = 0;
+    let failed = 0;
+    for (const [label, n] of Object.entries(this.outcomes)) {
+      if (isAnswered(label)) ok += n;
+      else failed += n;
+    }
+    const { queries, ...rest } = this.counters;
+    return {
+      queries, ok, failed, ...rest,
     };
   }
 }
