@@ -158,6 +158,14 @@ describe('reliability: floods and limits', function () {
     const stack = await startStack({ gateway: { 'limits.maxSessions': 64, deadlineMs: 250 } });
     const sockets = [];
     try {
+      // Warm first. This test is about 1,000 connections, not a cold start: a gateway without its
+      // warm-up (tests turn it off), an express backend and a router simulator that have not yet
+      // served a query take 100-300 ms over their first few dozen in a slow hour of this machine.
+      const warm = Array.from({ length: 4 }, () => new Router({ targets: [{ host: '127.0.0.1', port: stack.port }], seed: 4 }));
+      await Promise.all(warm.map((r) => r.start()));
+      await Promise.all(warm.map((r) => r.runClosedLoop({ window: 8, count: 100 })));
+      await Promise.all(warm.map((r) => r.stop()));
+      while (stack.gateway.sessions.size > 0) await wait(10);
       const results = { open: 0, offline: 0 };
       const opened = [];
       await Promise.all(Array.from({ length: 1000 }, async (_, i) => {
