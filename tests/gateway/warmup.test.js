@@ -13,6 +13,9 @@ describe('gateway warm-up', () => {
       assert.ok(line, JSON.stringify(stack.log.lines.map((l) => l.message)));
       assert.equal(backend.requests.length, 0, 'the real backend saw no warm-up request');
       assert.doesNotMatch(await stack.gateway.metrics.text(), /subtype="warmup"/);
+      // The warm-up's own sessions (a gateway of its own, on a throwaway port) log nowhere.
+      assert.deepEqual(stack.log.lines.filter((l) => l.session !== undefined), []);
+      assert.equal(stack.gateway.sessions.size, 0);
       const c = await WireClient.connect(stack.port);
       await c.open();
       c.query(2, { subtype: 'x' });
