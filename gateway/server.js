@@ -50,8 +50,13 @@ class Gateway {
 
   async listen(port = this.config.port, host = this.config.host) {
     if (this.config.warmup) {
-      const ms = await warmUp(this.config, this.profile);
-      this.log.info(`warmed up in ${Math.round(ms)} ms`);
+      try {
+        const ms = await warmUp(this.config, this.profile);
+        this.log.info(`warmed up in ${Math.round(ms)} ms`);
+      } catch (err) {
+        // Help for the first queries, never a reason not to listen.
+        this.log.warn(`warm-up stopped: ${err.message}; listening without it (the first queries may be slower)`);
+      }
     }
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);

@@ -21,6 +21,7 @@ const { KIND } = require('../backend/outcome');
 const { ReplyWriter } = require('../answer/writer');
 const { Metrics } = require('./metrics');
 const { createLogger } = require('../../lib/logger');
+const { compileConfig } = require('../config');
 
 // Ten bursts of 500 rather than four of 400: the first router burst then cost the gateway 207 ms
 // of CPU instead of 240 (three runs each), for 0.6 s more of start (2.3 s in all).
@@ -37,13 +38,19 @@ const ANSWERS = [
   { ced: '1234' },
 ].map((a) => JSON.stringify(a));
 const QUERIES = [
-  { routerCallDay: 1, subtype: 'warmup', clid: '5550000000', vars: { 1: 'a' } },
+  { routerCallDay: 1, subtype: 'warmup', vars: { 1: 'a' } },
   {
-    routerCallDay: 1, subtype: 'warmup', clid: '5550000000', ced: '1#', dn: '8000000000', vars: { 1: 'a' }, ecc: { 'user.a': 'b' },
+    routerCallDay: 1, subtype: 'warmup', ced: '1#', dn: '8000000000', vars: { 1: 'a' }, ecc: { 'user.a': 'b' },
   },
   { routerCallDay: 1, subtype: 'other', dn: '8000000000' },
 ];
-const queryReq = (serialize, id) => serialize.queryReq({ ...QUERIES[id % QUERIES.length], invokeId: id, routerCallKey: id }, { nul: true });
+// A CLID of its own per query: with the answer cache on, repeated keys would answer from it and
+// leave the backend path cold.
+const queryReq = (serialize, id) => serialize.queryReq({
+  ...QUERIES[id % QUERIES.length], invokeId: id, routerCallKey: id, clid: `555${String(id).padStart(7, '0')}`,
+}, { nul: true });
+/** A burst that gets no reply for this long ends the warm-up: it is help for the start, never a reason not to listen. */
+const STALL_MS = 10_000;
 
 /**
  * Two rounds, a short one first. The end of a round (sockets destroyed, the pool and listeners
@@ -53,6 +60,33 @@ const queryReq = (serialize, id) => serialize.queryReq({ ...QUERIES[id % QUERIES
  * CPU instead of 140 (docs/reliability.md). The short round takes that hit; the full round's code
  * survives its own end.
  */
+/**
+ * The gateway's settings pointed at the warm-up's loopback server, compiled the way the gateway's
+ * own were (compileConfig), so the warm-up runs the same code on objects of the same shapes: the
+ * breaker and retry as configured (on by default), the cache when one is configured, but in memory
+ * (never the configured Redis) and empty. Nothing it needs from outside: no routes (their handler
+ * modules), no allowlist, no TLS, no DES (its session is plain even where des.require is set).
+ */
+function warmConfig(config, url) {
+  const settings = {};
+  for (const key of Object.keys(config)) {
+    if (key !== 'compiledRoutes' && key !== 'baseDir' && key !== 'configFile') settings[key] = config[key];
+  }
+  Object.assign(settings, {
+    backend: { ...config.backend, url },
+    routes: {},
+    cache: config.cache ? { ...config.cache, store: null } : config.cache,
+    allowlist: [],
+    des: { ...config.des, keyFile: null, require: false },
+    tls: { cert: null, key: null, ca: null },
+    limits: { ...config.limits, maxSessions: 1 },
+    log: { ...config.log, traceFrames: 0 },
+  });
+  const warm = compileConfig(settings, { baseDir: config.baseDir, env: {} });
+  warm.configFile = null;
+  return warm;
+}
+
 async function warmUp(config, profile = createProfile(config.protocol)) {
   const started = performance.now();
   const wire = { profile, serialize: serializerFor(profile) }; // the gateway's numbering, on both ends
@@ -72,7 +106,9 @@ async function round(config, { profile, serialize }, { queries, bursts: burstCou
   });
   // exclusive: in a cluster worker this private server must not go through the primary.
   await new Promise((r) => server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, r));
-  const backend = new Backend({ ...config, compiledRoutes: new Map(), backend: { ...config.backend, url: `http://127.0.0.1:${server.address().port}` } });
+  const url = `http://127.0.0.1:${server.address().port}`;
+  const warm = warmConfig(config, url);
+  const backend = new Backend(warm);
   const metrics = new Metrics({ collectDefault: false });
   const reply = new ReplyWriter({ maxBody: config.limits.maxMessageLength, serialize }); // the session's own reply path
   let next = 0;
@@ -95,7 +131,7 @@ async function round(config, { profile, serialize }, { queries, bursts: burstCou
   };
   try {
     await Promise.all(Array.from({ length: concurrency }, worker));
-    await bursts(config, { profile, serialize }, `http://127.0.0.1:${server.address().port}`, burstCount);
+    await bursts(warm, { profile, serialize }, burstCount);
   } finally {
     await backend.close();
     server.closeAllConnections();
@@ -103,49 +139,54 @@ async function round(config, { profile, serialize }, { queries, bursts: burstCou
   }
 }
 
-/** count bursts of BURST queries in one write, through a Session of a throwaway listener. */
-async function bursts(config, { profile, serialize }, url, count) {
+/** count bursts of BURST queries in one write, through a Gateway of its own on a throwaway listener. */
+async function bursts(warm, { profile, serialize }, count) {
   // Required here: server.js requires this module, not the other way round at load.
   const { Gateway } = require('../server');
-  const warmConfig = {
-    ...config,
-    compiledRoutes: new Map(),
-    availability: null,
-    allowlistFilter: null,
-    tls: { ...config.tls, cert: null },
-    limits: { ...config.limits, maxSessions: 1 },
-    backend: { ...config.backend, url },
-    log: { ...config.log, traceFrames: 0 },
-  };
   // A Gateway of its own, not an object that looks like one: code the bursts optimize for the
   // gateway, its metrics and its logger then meets the same hidden classes in the router's first burst.
-  const gateway = new Gateway(warmConfig, {
+  const gateway = new Gateway(warm, {
     log: createLogger({ component: 'gateway', level: 'error', console: false }),
     metrics: new Metrics({ collectDefault: false }),
   });
   const listener = gateway.server;
   await new Promise((r) => listener.listen({ port: 0, host: '127.0.0.1', exclusive: true }, r));
   const client = net.connect(listener.address().port, '127.0.0.1');
+  let waiting = null;
+  const fail = (err) => {
+    if (waiting === null) return;
+    clearTimeout(waiting.timer);
+    waiting.reject(err);
+    waiting = null;
+  };
+  client.on('error', fail);
+  client.on('close', () => fail(new Error('its session was closed')));
   try {
     await once(client, 'connect');
     let replies = 0;
-    let waiting = null;
+    let opened = null;
     const reader = new MessageReader({
       profile,
       direction: DIRECTION.HOST_TO_ROUTER,
-      onMessage: () => {
+      onMessage: (msg) => {
+        if (opened === null) opened = msg;
         replies++;
-        if (waiting !== null && replies >= waiting.n) waiting.resolve();
+        if (waiting !== null && replies >= waiting.n) {
+          clearTimeout(waiting.timer);
+          waiting.resolve();
+          waiting = null;
+        }
       },
-      onError: () => {},
+      onError: fail,
     });
     client.on('data', (chunk) => reader.push(chunk));
-    const until = (n) => new Promise((resolve) => {
+    const until = (n) => new Promise((resolve, reject) => {
       if (replies >= n) resolve();
-      else waiting = { n, resolve };
+      else waiting = { n, resolve, reject, timer: setTimeout(() => fail(new Error(`no reply for ${STALL_MS} ms`)), STALL_MS) };
     });
-    client.write(serialize.openReq({ invokeId: 1, version: config.protocol.versions[0], idleTimeoutMs: 0, config: 'warmup' }, { nul: true }));
+    client.write(serialize.openReq({ invokeId: 1, version: warm.protocol.versions[0], idleTimeoutMs: 0, config: 'warmup' }, { nul: true }));
     await until(1);
+    if (opened.type !== 'OPEN_CONF') throw new Error(`its session was refused (${opened.statusName || opened.type}${opened.error ? `: ${opened.error}` : ''})`);
     let id = 1;
     for (let b = 0; b < count; b++) {
       const frames = [];
