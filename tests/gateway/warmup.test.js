@@ -1,6 +1,8 @@
 'use strict';
 
 const assert = require('node:assert/strict');
+const sinon = require('sinon');
+const warmup = require('../../gateway/ops/warmup');
 const Redis = require('ioredis');
 const { Router } = require('../../simulator/router');
 const { WireClient } = require('../helpers/wire');
@@ -77,6 +79,27 @@ describe('gateway warm-up', () => {
       await backend.close();
       r.disconnect();
       await redis.stop();
+    }
+  });
+
+  it('a warm-up that fails is a warning, and the gateway listens without it', async () => {
+    const backend = await startTestBackend((req, res) => res.end('{"vars":{"1":"real"}}'));
+    const stub = sinon.stub(warmup, 'warmUp').rejects(new Error('no reply for 10000 ms'));
+    let stack;
+    try {
+      stack = await startStack({ backendUrl: backend.url, gateway: { warmup: true } });
+      assert.equal(stub.callCount, 1);
+      const line = stack.log.lines.find((l) => l.level === 'warn' && /^warm-up stopped/.test(l.message));
+      assert.equal(line && line.message, 'warm-up stopped: no reply for 10000 ms; listening without it (the first queries may be slower)');
+      const c = await WireClient.connect(stack.port);
+      await c.open();
+      c.query(2, { subtype: 'x' });
+      assert.deepEqual((await c.waitFor((m) => m.invokeId === 2)).vars, { 1: 'real' });
+      c.close();
+    } finally {
+      stub.restore();
+      if (stack) await stack.stop();
+      await backend.close();
     }
   });
 });
