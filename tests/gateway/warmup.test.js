@@ -9,6 +9,15 @@ const { WireClient } = require('../helpers/wire');
 const { startStack, startTestBackend } = require('../helpers/stack');
 const { startRedis } = require('../helpers/redis');
 
+/** One query after the start is answered by the real backend (which answers {"vars":{"1":"real"}}). */
+async function answersFromTheBackend(port, fields = {}) {
+  const c = await WireClient.connect(port);
+  await c.open();
+  c.query(2, { subtype: 'x', ...fields });
+  assert.deepEqual((await c.waitFor((m) => m.invokeId === 2)).vars, { 1: 'real' });
+  c.close();
+}
+
 describe('gateway warm-up', () => {
   it('runs synthetic queries before listening, never against the real backend', async () => {
     const backend = await startTestBackend((req, res) => res.end('{"vars":{"1":"real"}}'));
@@ -21,11 +30,7 @@ describe('gateway warm-up', () => {
       // The warm-up's own sessions (a gateway of its own, on a throwaway port) log nowhere.
       assert.deepEqual(stack.log.lines.filter((l) => l.session !== undefined), []);
       assert.equal(stack.gateway.sessions.size, 0);
-      const c = await WireClient.connect(stack.port);
-      await c.open();
-      c.query(2, { subtype: 'x' });
-      assert.deepEqual((await c.waitFor((m) => m.invokeId === 2)).vars, { 1: 'real' });
-      c.close();
+      await answersFromTheBackend(stack.port);
     } finally {
       await stack.stop();
       await backend.close();
@@ -63,11 +68,7 @@ describe('gateway warm-up', () => {
       assert.ok(stack.log.lines.find((l) => /^warmed up in \d+ ms$/.test(l.message)));
       assert.equal(stack.gateway.resolver.toJSON().cache.entries, 0);
       assert.equal(await r.dbsize(), 0);
-      const c = await WireClient.connect(stack.port);
-      await c.open();
-      c.query(2, { subtype: 'x', clid: '5551234' });
-      assert.deepEqual((await c.waitFor((m) => m.invokeId === 2)).vars, { 1: 'real' });
-      c.close();
+      await answersFromTheBackend(stack.port, { clid: '5551234' });
       // The router's answer is cached, where the configuration says.
       assert.equal(stack.gateway.resolver.toJSON().cache.entries, 1);
       const until = Date.now() + 5000;
@@ -91,11 +92,7 @@ describe('gateway warm-up', () => {
       assert.equal(stub.callCount, 1);
       const line = stack.log.lines.find((l) => l.level === 'warn' && /^warm-up stopped/.test(l.message));
       assert.equal(line && line.message, 'warm-up stopped: no reply for 10000 ms; listening without it (the first queries may be slower)');
-      const c = await WireClient.connect(stack.port);
-      await c.open();
-      c.query(2, { subtype: 'x' });
-      assert.deepEqual((await c.waitFor((m) => m.invokeId === 2)).vars, { 1: 'real' });
-      c.close();
+      await answersFromTheBackend(stack.port);
     } finally {
       stub.restore();
       if (stack) await stack.stop();
