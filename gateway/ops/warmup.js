@@ -53,14 +53,6 @@ const queryReq = (serialize, id) => serialize.queryReq({
 const STALL_MS = 10_000;
 
 /**
- * Two rounds, a short one first. The end of a round (sockets destroyed, the pool and listeners
- * closed) is the first time those objects' fields hold null and other shapes, and V8 then throws
- * away the optimized code that relied on their old types: after a single round, the router's first
- * burst recompiled some 30 hot functions, on the cores it needed, and cost the gateway 240-250 ms of
- * CPU instead of 140 (docs/reliability.md). The short round takes that hit; the full round's code
- * survives its own end.
- */
-/**
  * The gateway's settings pointed at the warm-up's loopback server, compiled the way the gateway's
  * own were (compileConfig), so the warm-up runs the same code on objects of the same shapes: the
  * breaker and retry as configured (on by default), the cache when one is configured, but in memory
@@ -87,6 +79,14 @@ function warmConfig(config, url) {
   return warm;
 }
 
+/**
+ * Two rounds, a short one first. The end of a round (sockets destroyed, the pool and listeners
+ * closed) is the first time those objects' fields hold null and other shapes, and V8 then throws
+ * away the optimized code that relied on their old types: after a single round, the router's first
+ * burst recompiled some 30 hot functions, on the cores it needed, and cost the gateway 240-250 ms of
+ * CPU instead of 140 (docs/reliability.md). The short round takes that hit; the full round's code
+ * survives its own end.
+ */
 async function warmUp(config, profile = createProfile(config.protocol)) {
   const started = performance.now();
   const wire = { profile, serialize: serializerFor(profile) }; // the gateway's numbering, on both ends

@@ -23,7 +23,7 @@
 
 const { performance } = require('node:perf_hooks');
 const {
-  STATUS, MESSAGE_TYPES: T, DEFAULT_PROFILE, serializerFor,
+  STATUS, MESSAGE_TYPES: T,
 } = require('../../lib/protocol');
 const { RouterLink, SLICE_FRAMES } = require('./router-link');
 const { DEADLINE, DEADLINE_LATE } = require('../backend');
@@ -77,8 +77,8 @@ class Session {
     this.encrypted = false;
     this.idleTimeoutMs = 0;
     this.inflight = new InFlight({ onDeadline: (p, lateMs) => this.expire(p, lateMs), metrics: this.metrics });
-    this.profile = gateway.profile || DEFAULT_PROFILE; // the wire numbering (config `protocol`)
-    this.serialize = serializerFor(this.profile);
+    this.profile = gateway.profile; // the wire numbering (config `protocol`), and its serializer
+    this.serialize = gateway.serialize;
     this.reply = new Replies(this, this.limits.maxMessageLength);
     this.closeWaiters = [];
     this.ending = null; // {reason, last} once we decided to close: what is in flight is answered first

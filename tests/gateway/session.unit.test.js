@@ -7,7 +7,9 @@
 const assert = require('node:assert/strict');
 const { EventEmitter } = require('node:events');
 const sinon = require('sinon');
-const { serialize, MessageReader, STATUS, DIRECTION } = require('../../lib/protocol');
+const {
+  serialize, MessageReader, STATUS, DIRECTION, DEFAULT_PROFILE,
+} = require('../../lib/protocol');
 const { Session } = require('../../gateway/session/session');
 const { Metrics } = require('../../gateway/ops/metrics');
 const { loadConfig } = require('../../gateway/config');
@@ -98,6 +100,8 @@ describe('Session (unit, fake clock)', () => {
     backend = new FakeBackend();
     gateway = {
       config,
+      profile: DEFAULT_PROFILE,
+      serialize,
       log: captureLogger('debug'),
       metrics: new Metrics({ collectDefault: false }),
       resolver: { resolve: (q, signal) => backend.call(q, signal), atDeadline: () => null, availabilityFor: () => ({ fallback: null }) },
@@ -375,7 +379,7 @@ describe('Session partial-frame timer under steady traffic', () => {
       const config = loadConfig({ env: {}, overrides: { 'backend.url': 'http://127.0.0.1:1', 'limits.partialFrameTimeoutMs': 1000 } });
       const socket = new FakeSocket();
       const gateway = {
-        config, log: captureLogger('info'), metrics: new Metrics({ collectDefault: false }), resolver: {
+        config, profile: DEFAULT_PROFILE, serialize, log: captureLogger('info'), metrics: new Metrics({ collectDefault: false }), resolver: {
           resolve: (q, signal) => new FakeBackend().call(q, signal), atDeadline: () => null,
         }, admitSession: () => null,
         releaseSession() {}, onSessionClosed() {}, onSessionIdle() {},
