@@ -14,8 +14,9 @@ const { ProcessMonitor, hasPidstat, slope } = require('../../runner/monitor');
 const { consoleReport } = require('../../runner/report/console');
 const { runCli } = require('../helpers/spawn');
 
-// The suites start their own gateways: without the warm-up (2.3 s each), as spawnCli's do.
-process.env.GED145_WARMUP = '0';
+// The suites start their own gateways, with the warm-up as `ged145 run` does (about 2 s each):
+// a cold gateway and REST simulator failed a few of the first queries when the host was busy.
+process.env.GED145_WARMUP = '1';
 
 const REPORTS = tmpDir(); // the report and its screenshot, removed after the run
 
@@ -24,7 +25,12 @@ describe('test runner', function () {
   let run;
 
   before(async () => {
-    run = await runSuites('all', { suite: { durationS: 3, count: 10 }, seed: 1 });
+    // The load suite at 200 queries/s, not its default 500: this checks that the suites run and
+    // report, not what the machine sustains (bench/ does that). At 500/s a CI run on a host that
+    // was briefly starved of CPU failed here (790 of 1,500, the rest-sim and gateway sharing two
+    // cores with other load). Beside four busy loops, 500/s failed 2 runs of 2 (over 1,000 errors
+    // each) and 200/s passed 6 of 7.
+    run = await runSuites('all', { suite: { durationS: 3, count: 10, rate: 200 }, seed: 1 });
   });
 
   it('all: speed, error and load run against child processes and pass', () => {
@@ -36,7 +42,7 @@ describe('test runner', function () {
     assert.ok(error.figures.induced.reject > 0);
     assert.deepEqual(error.figures.caught, error.figures.induced);
     assert.equal(load.figures.errors, 0);
-    assert.equal(load.figures.transactions, 1500);
+    assert.equal(load.figures.transactions, 600);
   });
 
   it('samples the gateway and the REST simulator every second', () => {
@@ -155,7 +161,7 @@ describe('test runner', function () {
   });
 
   it('soak reports CPU and RSS high-water marks and the RSS trend', async () => {
-    const soak = await runSuites('soak', { suite: { rate: 200, durationS: 4 }, monitorWith: '/proc' });
+    const soak = await runSuites('soak', { suite: { rate: 100, durationS: 4 }, monitorWith: '/proc' });
     const r = soak.results[0];
     assert.ok(r.verdict.pass, r.verdict.reasons.join());
     assert.equal(r.monitor.source, '/proc');
@@ -204,7 +210,9 @@ describe('process monitor', () => {
         assert.equal(s.source, prefer);
         const p = s.processes.busy;
         assert.ok(p.samples.length >= 2, `${p.samples.length} samples`);
-        assert.ok(p.cpuMax > 50, `cpu ${p.cpuMax}`);
+        // One busy thread: near 100 % of a core, less when the host is busy (44 % beside four other
+        // busy loops on two cores), never 0 and never more than the one core it can use.
+        assert.ok(p.cpuMax > 20 && p.cpuMax <= 110, `cpu ${p.cpuMax}`);
         assert.ok(p.rssMaxKb > 60 * 1024, `rss ${p.rssMaxKb} KiB`);
       } finally {
         busy.kill('SIGKILL');
