@@ -51,7 +51,7 @@ class Gateway {
   async listen(port = this.config.port, host = this.config.host) {
     if (this.config.warmup) {
       try {
-        const ms = await warmup.warmUp(this.config, this.profile);
+        const ms = await warmup.warmUp(this.config);
         this.log.info(`warmed up in ${Math.round(ms)} ms`);
       } catch (err) {
         // Help for the first queries, never a reason not to listen.

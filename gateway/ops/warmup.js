@@ -12,10 +12,7 @@
 const http = require('node:http');
 const net = require('node:net');
 const { once } = require('node:events');
-const {
-  MessageReader, DIRECTION, createProfile, serializerFor,
-} = require('../../lib/protocol');
-const { Backend } = require('../backend/backend');
+const { MessageReader, DIRECTION } = require('../../lib/protocol');
 const { QuerySignal } = require('../backend');
 const { KIND } = require('../backend/outcome');
 const { ReplyWriter } = require('../answer/writer');
@@ -87,15 +84,14 @@ function warmConfig(config, url) {
  * CPU instead of 140 (docs/reliability.md). The short round takes that hit; the full round's code
  * survives its own end.
  */
-async function warmUp(config, profile = createProfile(config.protocol)) {
+async function warmUp(config) {
   const started = performance.now();
-  const wire = { profile, serialize: serializerFor(profile) }; // the gateway's numbering, on both ends
-  await round(config, wire, FIRST_ROUND);
-  await round(config, wire, { queries: 2000, bursts: BURSTS });
+  await round(config, FIRST_ROUND);
+  await round(config, { queries: 2000, bursts: BURSTS });
   return performance.now() - started;
 }
 
-async function round(config, { profile, serialize }, { queries, bursts: burstCount, concurrency = 32 }) {
+async function round(config, { queries, bursts: burstCount, concurrency = 32 }) {
   let answered = 0;
   const server = http.createServer((req, res) => {
     req.resume();
@@ -106,10 +102,11 @@ async function round(config, { profile, serialize }, { queries, bursts: burstCou
   });
   // exclusive: in a cluster worker this private server must not go through the primary.
   await new Promise((r) => server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, r));
-  const url = `http://127.0.0.1:${server.address().port}`;
-  const warm = warmConfig(config, url);
-  const backend = new Backend(warm);
-  const metrics = new Metrics({ collectDefault: false });
+  const gateway = warmGateway(config, `http://127.0.0.1:${server.address().port}`);
+  // The direct queries use the bursts' own backend; both ends speak the gateway's numbering (config `protocol`).
+  const {
+    resolver: { backend }, metrics, profile, serialize,
+  } = gateway;
   const reply = new ReplyWriter({ maxBody: config.limits.maxMessageLength, serialize }); // the session's own reply path
   let next = 0;
   const one = async (q) => {
@@ -131,25 +128,31 @@ async function round(config, { profile, serialize }, { queries, bursts: burstCou
   };
   try {
     await Promise.all(Array.from({ length: concurrency }, worker));
-    await bursts(warm, { profile, serialize }, burstCount);
+    await bursts(gateway, burstCount);
   } finally {
-    await backend.close();
+    await gateway.resolver.close();
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
   }
 }
 
-/** count bursts of BURST queries in one write, through a Gateway of its own on a throwaway listener. */
-async function bursts(warm, { profile, serialize }, count) {
+/**
+ * A Gateway of its own, not an object that looks like one, against the loopback server at url:
+ * code the warm-up optimizes for the gateway, its metrics and its logger then meets the same
+ * hidden classes in the router's first burst. Silent: it logs errors only, and nowhere.
+ */
+function warmGateway(config, url) {
   // Required here: server.js requires this module, not the other way round at load.
   const { Gateway } = require('../server');
-  // A Gateway of its own, not an object that looks like one: code the bursts optimize for the
-  // gateway, its metrics and its logger then meets the same hidden classes in the router's first burst.
-  const gateway = new Gateway(warm, {
+  return new Gateway(warmConfig(config, url), {
     log: createLogger({ component: 'gateway', level: 'error', console: false }),
     metrics: new Metrics({ collectDefault: false }),
   });
-  const listener = gateway.server;
+}
+
+/** count bursts of BURST queries in one write, through the warm gateway on a throwaway listener. */
+async function bursts(gateway, count) {
+  const { server: listener, profile, serialize } = gateway;
   await new Promise((r) => listener.listen({ port: 0, host: '127.0.0.1', exclusive: true }, r));
   const client = net.connect(listener.address().port, '127.0.0.1');
   let waiting = null;
@@ -184,7 +187,7 @@ async function bursts(warm, { profile, serialize }, count) {
       if (replies >= n) resolve();
       else waiting = { n, resolve, reject, timer: setTimeout(() => fail(new Error(`no reply for ${STALL_MS} ms`)), STALL_MS) };
     });
-    client.write(serialize.openReq({ invokeId: 1, version: warm.protocol.versions[0], idleTimeoutMs: 0, config: 'warmup' }, { nul: true }));
+    client.write(serialize.openReq({ invokeId: 1, version: gateway.config.protocol.versions[0], idleTimeoutMs: 0, config: 'warmup' }, { nul: true }));
     await until(1);
     if (opened.type !== 'OPEN_CONF') throw new Error(`its session was refused (${opened.statusName || opened.type}${opened.error ? `: ${opened.error}` : ''})`);
     let id = 1;
@@ -201,7 +204,6 @@ async function bursts(warm, { profile, serialize }, count) {
   } finally {
     client.destroy();
     await new Promise((r) => listener.close(r));
-    await gateway.resolver.close();
   }
 }
 

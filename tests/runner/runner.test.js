@@ -14,15 +14,22 @@ const { ProcessMonitor, hasPidstat, slope } = require('../../runner/monitor');
 const { consoleReport } = require('../../runner/report/console');
 const { runCli } = require('../helpers/spawn');
 
-// The suites start their own gateways, with the warm-up as `ged145 run` does (about 2 s each):
-// a cold gateway and REST simulator failed a few of the first queries when the host was busy.
-process.env.GED145_WARMUP = '1';
-
 const REPORTS = tmpDir(); // the report and its screenshot, removed after the run
 
 describe('test runner', function () {
   this.timeout(120_000);
   let run;
+  // The suites start their own gateways, with the warm-up as `ged145 run` does (about 2 s each):
+  // a cold gateway and REST simulator failed a few of the first queries when the host was busy.
+  // Set for this block only: every test file shares this process's environment.
+  const warmup = process.env.GED145_WARMUP;
+  before(() => {
+    process.env.GED145_WARMUP = '1';
+  });
+  after(() => {
+    if (warmup === undefined) delete process.env.GED145_WARMUP;
+    else process.env.GED145_WARMUP = warmup;
+  });
 
   before(async () => {
     // The load suite at 200 queries/s, not its default 500: this checks that the suites run and
