@@ -42,7 +42,7 @@ function overridesOf(values) {
 
 async function main(values) {
   holdYoungGeneration(); // before the gateway's modules load (lib/heap.js)
-  const { loadConfig } = require('./config');
+  const { loadConfig, startProblems } = require('./config');
   const { createLogger } = require('../lib/logger');
   // Kept for SIGHUP: a reload reads the same file, the environment and the same flags again.
   const source = {
@@ -50,6 +50,8 @@ async function main(values) {
     overrides: overridesOf(values),
   };
   const config = loadConfig(source);
+  const refused = startProblems(config, { embeddedBackend: Boolean(values['embedded-backend']) });
+  if (refused.length > 0) throw new OperatorError(refused.join('\n'));
   applyMemorySettings(config.memory);
   const log = createLogger({ component: 'gateway', ...config.log });
   // Signal handlers before anything starts: without one, a SIGHUP during the start (an operator,
@@ -75,7 +77,7 @@ async function main(values) {
     }
     let next;
     try {
-      next = loadConfig(source);
+      next = loadConfig({ ...source, fresh: true }); // handler modules read from disk again
     } catch (err) {
       log.error(`reload refused, the running configuration stays in force: ${err.message}`);
       running.reloadRefused(err.message);
@@ -87,11 +89,10 @@ async function main(values) {
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
   process.on('SIGHUP', reload);
-  if (config.backend.url === null) {
-    if (!values['embedded-backend']) {
-      throw new OperatorError('no backend configured: give --backend URL (or backend.url in the config), '
-        + 'or --embedded-backend to serve from the built-in REST simulator');
-    }
+  if (config.backend.url === null && !values['embedded-backend']) {
+    const own = [...config.compiledRoutes].filter(([, r]) => r.kind !== 'contract').map(([subtype]) => subtype);
+    log.warn(`backend.url is not set: only subtypes ${own.join(', ')} have a backend; the router gets E_AG_HOST_ERROR1 for any other`);
+  } else if (config.backend.url === null) {
     const { startRestSim } = require('../rest-sim/server'); // only here: production never loads the simulator
     sim = await startRestSim({ port: 0, host: '127.0.0.1' });
     config.backend.url = sim.url;

@@ -21,7 +21,7 @@ async function startGateway(config, { log } = {}) {
   try {
     admin = await startAdmin(config.admin, logger, {
       health: () => ({ backend: gateway.resolver.toJSON() }),
-      ready: () => !gateway.draining,
+      notReady: () => (gateway.draining ? 'draining' : gateway.resolver.backend.notReady()),
       sessions: () => gateway.toJSON(),
       metrics: () => gateway.metrics.text(),
       contentType: gateway.metrics.registry.contentType,

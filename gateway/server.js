@@ -3,10 +3,8 @@
 // The gateway: a TCP listener for ICM routers, one Session per connection, one backend client
 // shared by all of them. Owns the process-wide limits and the drain on shutdown.
 
-const { readRegularFile } = require('../lib/files');
 const net = require('node:net');
 const tls = require('node:tls');
-const { OperatorError } = require('../lib/errors');
 const { createLogger } = require('../lib/logger');
 const { STATUS, createProfile, serializerFor } = require('../lib/protocol');
 const { Session } = require('./session/session');
@@ -203,7 +201,9 @@ class Gateway {
     if (needRestart.includes('protocol')) config.protocol = old.protocol;
     const oldResolver = this.resolver;
     const sameCache = JSON.stringify(old.availability.cache) === JSON.stringify(config.availability.cache);
-    this.resolver = new QueryResolver(config, { log: this.log, metrics: this.metrics, cache: sameCache ? oldResolver.cache : undefined });
+    this.resolver = new QueryResolver(config, {
+      log: this.log, metrics: this.metrics, cache: sameCache ? oldResolver.cache : undefined, previous: oldResolver,
+    });
     // The old resolver serves the queries it already has; its connections close once they are answered.
     setTimeout(() => oldResolver.close({ keepCache: sameCache }), old.deadlineMs + 1000).unref();
     this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
@@ -211,7 +211,9 @@ class Gateway {
     this.server.maxConnections = config.limits.maxConnections;
     this.log.level = config.log.level;
     this.config = config;
-    this.log.info('configuration reloaded; router sessions stay connected', { sessions: this.sessions.size, inFlight: this.inFlight() });
+    const modules = [...config.compiledRoutes].filter(([, r]) => r.kind === 'module').map(([subtype]) => subtype);
+    const afresh = modules.length > 0 ? ` (handler modules loaded afresh: ${modules.join(', ')})` : '';
+    this.log.info(`configuration reloaded${afresh}; router sessions stay connected`, { sessions: this.sessions.size, inFlight: this.inFlight() });
     if (needRestart.length > 0) {
       this.log.warn(`reload: ${needRestart.join(', ')} changed and will apply only after a restart`);
     }
@@ -254,36 +256,24 @@ const RESTART_KEYS = ['host', 'port', 'tls', 'workers', 'admin', 'protocol', 'me
  * are required and checked against it). Same sessions and limits either way.
  */
 function createListener(config, gateway) {
-  const { cert, key, ca } = config.tls;
+  const { cert, ca } = config.tls;
   if (cert === null) {
     gateway.tls = false;
     // allowHalfOpen: a router that half-closes after its last query still gets its answers.
     return net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => gateway.onConnection(socket));
   }
   gateway.tls = true;
-  const read = (file, what) => readRegularFile(file, { maxBytes: 1024 * 1024, what: `config: tls.${what}` });
-  const pem = { cert: read(cert, 'cert'), key: read(key, 'key'), ca: ca ? read(ca, 'ca') : undefined };
-  for (const what of ['cert', 'key', 'ca']) {
-    if (pem[what] !== undefined && !pem[what].includes('-----BEGIN ')) {
-      throw new OperatorError(`config: tls.${what}: ${config.tls[what]} is not a PEM file (no -----BEGIN line)`);
-    }
-  }
-  let server;
-  try {
-    server = tls.createServer({
-      ...pem,
-      requestCert: Boolean(ca),
-      rejectUnauthorized: Boolean(ca),
-      noDelay: true,
-      allowHalfOpen: true,
-      // A half-sent ClientHello may hold a connection no longer than a missing OPEN_REQ would.
-      handshakeTimeout: config.limits.openTimeoutMs,
-    }, (socket) => gateway.onConnection(socket));
-  } catch (err) {
-    // OpenSSL's words for a key that does not match the certificate, or PEM it cannot parse.
-    const why = /key values mismatch/i.test(err.message) ? 'the key does not match the certificate' : String(err.message).replace(/^error:[0-9A-F]+:/, '');
-    throw new OperatorError(`config: tls: ${cert} and ${key} cannot be used: ${why}`);
-  }
+  // Read and checked at load (config/backend.js compileListenerTls), as `ged145 config check` does.
+  const pem = config.listenerTls;
+  const server = tls.createServer({
+    ...pem,
+    requestCert: Boolean(ca),
+    rejectUnauthorized: Boolean(ca),
+    noDelay: true,
+    allowHalfOpen: true,
+    // A half-sent ClientHello may hold a connection no longer than a missing OPEN_REQ would.
+    handshakeTimeout: config.limits.openTimeoutMs,
+  }, (socket) => gateway.onConnection(socket));
   server.on('connection', (socket) => gateway.admitConnection(socket));
   server.on('tlsClientError', (err, socket) => {
     if (socket) socket.destroy(); // with a listener here, Node leaves a failed handshake's socket open

@@ -12,6 +12,8 @@ const CODES = Object.freeze({
   OPERATOR: 'ERR_GED145_OPERATOR', // an expected condition (bad config, port in use): one line, exit 1
   ENGINE: 'ERR_GED145_ENGINE', // a backend HTTP request failed (gateway/backend/engines/errors.js)
   CONFIG: 'ERR_GED145_CONFIG', // a configuration that cannot be used: ConfigError (gateway/config), printed as an OperatorError
+  BACKEND: 'ERR_GED145_BACKEND', // a handler module's ctx.request got no HTTP answer (gateway/backend/backend.js)
+  AUTH: 'ERR_GED145_AUTH', // no credentials for a backend request: the token endpoint failed (gateway/backend/auth.js)
   PLACEHOLDER: 'ERR_GED145_PLACEHOLDER', // a URL placeholder value that cannot be a path segment (gateway/config/routes.js)
 });
 

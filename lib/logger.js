@@ -73,4 +73,4 @@ function createLogger({
   return winston.createLogger({ level, defaultMeta: component ? { component } : undefined, transports });
 }
 
-module.exports = { createLogger };
+module.exports = { createLogger, checkLogFile };

@@ -18,8 +18,13 @@ const {
 const AT_DEADLINE = Object.freeze(hostError(REASON.DEADLINE, 'deadline'));
 
 class QueryResolver {
-  /** cache: an AnswerCache to keep (a reload with the same cache settings keeps its entries). */
-  constructor(config, { log = null, metrics = null, cache } = {}) {
+  /**
+   * cache: an AnswerCache to keep (a reload with the same cache settings keeps its entries);
+   * previous: the resolver this one replaces (a reload), whose OAuth2 tokens the backend takes over.
+   */
+  constructor(config, {
+    log = null, metrics = null, cache, previous = null,
+  } = {}) {
     this.metrics = metrics;
     this.routes = config.compiledRoutes;
     const availability = config.availability || { fallback: null, cache: null };
@@ -27,7 +32,9 @@ class QueryResolver {
     // One cache for the process; its size and store come from the top level, or the first route that has one.
     const first = availability.cache || [...this.routes.values()].map((r) => r.cache).find(Boolean);
     const fallback = availability.fallback || [...this.routes.values()].some((r) => r.fallback);
-    this.backend = new Backend(config, { log, metrics, instead: insteadText(Boolean(first), Boolean(fallback)) });
+    this.backend = new Backend(config, {
+      log, metrics, instead: insteadText(Boolean(first), Boolean(fallback)), previous: previous === null ? null : previous.backend,
+    });
     if (!first) this.cache = null;
     else this.cache = cache || new AnswerCache(first, { log, metrics, maxBody: config.limits.maxMessageLength });
     if (metrics) metrics.cacheSize = () => (this.cache === null ? null : this.cache.toJSON());
@@ -98,7 +105,10 @@ class QueryResolver {
   }
 
   toJSON() {
-    return { ...this.backend.health.toJSON(), circuits: this.backend.breakers.toJSON(), cache: this.cache === null ? null : this.cache.toJSON() };
+    const { backend } = this;
+    return {
+      ...backend.health.toJSON(), circuits: backend.breakers.toJSON(), ...backend.toJSON(), cache: this.cache === null ? null : this.cache.toJSON(),
+    };
   }
 
   async close({ keepCache = false } = {}) {

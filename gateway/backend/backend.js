@@ -13,10 +13,13 @@ const { text: { printable } } = require('../../lib/protocol');
 const { BackendHealth } = require('./health');
 const { Breakers } = require('./breakers');
 const { LogThrottle } = require('../../lib/log-throttle');
-const { messageOf } = require('../../lib/errors');
+const { messageOf, CODES } = require('../../lib/errors');
 const {
-  ok, appError, hostError, httpReason, REASON,
+  ok, appError, hostError, httpReason, REASON, KIND,
 } = require('./outcome');
+const { createCredentials } = require('./auth');
+const { reasonOf } = require('./engines/errors');
+const { hideCallerData } = require('../../lib/redact');
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
@@ -43,28 +46,58 @@ const NOT_SENT = new Set([REASON.UNREACHABLE]);
 class Backend {
   /** log and metrics are optional (the warm-up runs without them). */
   /** instead: what the router gets while the backend fails, for the health's log line. */
-  constructor(config, { log = null, metrics = null, instead } = {}) {
+  /** previous: the Backend this one replaces (a reload): its OAuth2 tokens are taken over, not fetched again. */
+  constructor(config, {
+    log = null, metrics = null, instead, previous = null,
+  } = {}) {
     this.routes = config.compiledRoutes; // a Map: subtypes such as "__proto__" or "constructor" are plain keys
     this.deadlineMs = config.deadlineMs;
     this.log = log;
     this.metrics = metrics;
+    this.redact = config.log.redact;
     this.throttle = new LogThrottle();
+    this.warnedAt = new Map(); // kind -> {at, folded}: warnEvery()
     this.health = new BackendHealth({ log, metrics, instead });
+    const runtime = config.backendRuntime || NO_RUNTIME;
     this.engine = createEngine(config.backend.engine, {
       connections: config.backend.connections,
       maxResponseBytes: config.backend.maxResponseBytes,
+      keepAliveTimeout: config.backend.keepAliveTimeoutMs,
+      tls: runtime.tls,
+      proxy: runtime.proxy,
+      onReconnect: metrics === null ? null : () => metrics.backendReconnects.inc(),
     });
     this.targets = []; // the default contract's base URLs: [{origin, basePath}]
     this.strategy = config.backend.strategy;
     this.nextTarget = 0; // round robin position for 'balance'
     this.setBaseUrl(config.backend.url);
-    this.baseHeaders = { ...JSON_HEADERS, ...lowerKeys(config.backend.headers) };
+    this.baseHeaders = { ...JSON_HEADERS, ...runtime.headers };
     const availability = config.availability || { breaker: { enabled: false }, retry: { enabled: false, minRemainingMs: 0 } };
     this.retry = availability.retry;
     // A route that calls its own origin may give that origin's breaker its own thresholds.
     const byOrigin = new Map();
     for (const route of this.routes.values()) if (route.kind === 'http') byOrigin.set(route.template.origin, route.breaker);
     this.breakers = new Breakers(availability.breaker, { log, metrics, settingsFor: (origin) => byOrigin.get(origin) || availability.breaker });
+    // Credentials: one per distinct backend.auth / routes.<subtype>.auth, shared by the routes that name the same.
+    this.credentials = new Map();
+    const taken = previous === null ? new Map() : previous.credentials;
+    const credentialsFor = (spec) => {
+      if (spec === null || spec === undefined) return null;
+      let c = this.credentials.get(spec.key);
+      if (c === undefined) {
+        c = taken.get(spec.key);
+        if (c !== undefined) {
+          taken.delete(spec.key); // the old backend no longer closes it; its token requests use this engine
+          c.engine = this.engine;
+        } else c = createCredentials(spec, { engine: this.engine, log, metrics });
+        this.credentials.set(spec.key, c);
+      }
+      return c;
+    };
+    this.auth = credentialsFor(runtime.auth);
+    this.routeAuth = new Map(); // compiled route -> its credentials (null: none)
+    for (const route of this.routes.values()) if (route.kind !== 'contract') this.routeAuth.set(route, credentialsFor(route.auth));
+    this.origins = new Map(); // origin -> OriginStats, for /status
   }
 
   /** The default contract's base URL(s) (validated by config.js: no query string or fragment). */
@@ -83,8 +116,8 @@ class Backend {
     const route = q.subtype === undefined ? undefined : this.routes.get(q.subtype);
     try {
       if (route === undefined || route.kind === 'contract') return await this.callContract(q, signal, deadlineAt);
-      if (route.kind === 'module') return await this.callModule(route, q, signal);
-      return await this.callRoute(route, q, signal);
+      if (route.kind === 'module') return await this.callModule(route, q, signal, deadlineAt);
+      return await this.callRoute(route, q, signal, deadlineAt);
     } catch (err) {
       if (!(err instanceof PlaceholderError)) throw err;
       const n = this.throttle.hit('placeholder');
@@ -121,7 +154,7 @@ class Backend {
       const request = {
         origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal,
       };
-      outcome = await this.breakers.run(origin, () => this.send(request, null, 'error'));
+      outcome = await this.breakers.run(origin, () => this.send(request, null, this.auth, deadlineAt));
       const last = i === tries.length - 1 || !this.retry.enabled;
       if (last || !NOT_SENT.has(outcome.reason) || deadlineAt - performance.now() < this.retry.minRemainingMs) return outcome;
       if (this.metrics) this.metrics.backendRetries.inc();
@@ -138,82 +171,291 @@ class Backend {
     return this.log !== null && this.log.isLevelEnabled('debug');
   }
 
-  async callRoute(route, q, signal) {
+  async callRoute(route, q, signal, deadlineAt) {
     const path = fillTemplate(route.template, q);
-    const headers = { ...this.baseHeaders, ...route.headers };
+    const headers = route.headers === null ? this.baseHeaders : { ...this.baseHeaders, ...route.headers };
     const body = route.sendBody ? JSON.stringify(queryJson(q)) : undefined;
     const origin = route.template.origin;
     const request = {
-      origin, path, method: route.method, headers, body, signal,
+      origin, path, method: route.method, headers, body, signal, idempotent: route.idempotent,
     };
-    if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
+    const auth = this.routeAuth.get(route);
+    if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, () => this.send(request, route, auth, deadlineAt));
     // routes.<subtype>.timeoutMs: this route gives up sooner than the query deadline.
     request.signal = AbortSignal.any([asAbortSignal(signal), AbortSignal.timeout(route.timeoutMs)]);
     request.timeoutMs = route.timeoutMs;
-    const outcome = await this.breakers.run(origin, () => this.send(request, route.mapping, route.errorPath));
+    const outcome = await this.breakers.run(origin, () => this.send(request, route, auth, deadlineAt));
     if (outcome.reason === REASON.TIMEOUT) return hostError(REASON.TIMEOUT, `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
     return outcome;
   }
 
-  async callModule(route, q, signal) {
+  async callModule(route, q, signal, deadlineAt) {
+    let moduleSignal = asAbortSignal(signal);
+    if (route.timeoutMs < this.deadlineMs) moduleSignal = AbortSignal.any([moduleSignal, AbortSignal.timeout(route.timeoutMs)]);
+    const ctx = { signal: moduleSignal, request: this.requestFor(route, moduleSignal, deadlineAt) };
     try {
-      const answer = await route.handle(queryJson(q), { signal: asAbortSignal(signal) });
+      const answer = await route.handle(queryJson(q), ctx);
       return ok(answer === null || typeof answer !== 'object' ? {} : answer);
     } catch (err) {
+      // A ctx.request that got no answer: the handler let it through; its outcome was counted already.
+      if (err instanceof BackendRequestError) return err.outcome;
       if (signal.aborted) return hostError(REASON.ABORTED, 'backend aborted');
+      if (moduleSignal.aborted) return hostError(REASON.TIMEOUT, `handler did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
       const status = err && Number(err.status || err.statusCode);
       if ((err && err.appError) || (status >= 400 && status < 500)) return appError(String(err.message || 'rejected'));
-      // The handler's own words stay in the host's log; the router gets E_AG_HOST_ERROR1.
+      // The handler's own words stay in the host's log (caller data hidden under log.redact); the router gets E_AG_HOST_ERROR1.
       const n = this.throttle.hit('module-error');
-      if (n && this.log) this.log.error(
-        `handler module failed: ${messageOf(err)}`, { module: route.file, subtype: logText(q.subtype), invokeId: q.invokeId, count: n }
-      );
+      if (n && this.log) {
+        const text = this.redact ? hideCallerData(messageOf(err), q) : messageOf(err);
+        this.log.error(`handler module failed: ${text}`, { module: route.file, subtype: logText(q.subtype), invokeId: q.invokeId, count: n });
+      }
       return hostError(REASON.MODULE_ERROR, 'handler module failed');
     }
   }
 
-  async send(request, mapping, errorPath) {
-    let res;
-    const started = performance.now();
-    try {
-      res = await this.engine.request(request);
-    } catch (err) {
-      const reason = err.reason || REASON.ERROR;
-      const blame = blames(err, reason === REASON.TIMEOUT ? request.timeoutMs : this.deadlineMs);
-      const detail = err.detail ? `${err.detail} (${request.origin})` : null;
-      if (blame) this.health.failure(detail ? `${reason}: ${err.detail}` : reason);
-      if (reason !== REASON.ABORTED && this.metrics) this.metrics.observeBackend('error', null);
-      return hostError(reason, `backend ${reason.replace(/_/g, ' ')}`, blame, detail);
+  /**
+   * ctx.request for a handler module: an HTTP request through this backend (its engine, TLS, proxy
+   * and keep-alive retry; the route's auth; the origin's circuit, metrics and health). Resolves
+   * {status, text, json()} for any HTTP answer; rejects with a BackendRequestError (its `reason`
+   * one of outcome.js's) when there is none, which the handler may catch or let through.
+   */
+  requestFor(route, signal, deadlineAt) {
+    const auth = this.routeAuth.get(route);
+    return async (url, {
+      method = 'GET', headers = {}, body, json,
+    } = {}) => {
+      const m = /^(https?:\/\/[^/?#]+)(.*)$/.exec(String(url));
+      if (m === null) throw new TypeError(`ctx.request: ${url} is not an http:// or https:// URL`);
+      const request = {
+        origin: m[1],
+        path: m[2] === '' ? '/' : m[2],
+        method: String(method).toUpperCase(),
+        headers: { ...this.baseHeaders, ...lowerKeys(headers) },
+        body: json === undefined ? body : JSON.stringify(json),
+        signal,
+        idempotent: route.idempotent,
+      };
+      const outcome = await this.breakers.run(request.origin, async () => {
+        const res = await this.exchange(request, auth, deadlineAt);
+        if (res.kind !== undefined) return res;
+        // A 5xx, 401 or 403 counts against the origin as it does for a route; the handler still gets the answer.
+        const { status } = res;
+        let failure = null;
+        if (status === 401 || status === 403) failure = this.unauthorized(status, request.origin);
+        else if (status >= 500) failure = this.httpFailure(status, request.origin);
+        else this.health.success();
+        return { kind: failure === null ? KIND.OK : KIND.HOST_ERROR, blame: failure !== null, response: res };
+      });
+      if (outcome.response === undefined) throw new BackendRequestError(outcome);
+      const { status, text } = outcome.response;
+      return { status, text, json: () => JSON.parse(text) };
+    };
+  }
+
+  /**
+   * One backend request, its credentials added, classified as an outcome for the route (null: the
+   * default contract).
+   */
+  async send(request, route, credentials, deadlineAt) {
+    const res = await this.exchange(request, credentials, deadlineAt);
+    if (res.kind !== undefined) return res;
+    return this.classify(res, route, request.origin);
+  }
+
+  /**
+   * One HTTP exchange: {status, text}, or a host_error outcome when there was no answer. With
+   * OAuth2 credentials, a 401 drops that token, and the request goes again once with a new one
+   * while the deadline leaves retry.minRemainingMs.
+   */
+  async exchange(request, credentials, deadlineAt) {
+    for (let attempt = 0; ; attempt++) {
+      let used = null;
+      if (credentials !== null) {
+        used = credentials.header();
+        if (used === null) {
+          try {
+            used = await credentials.wait(request.signal);
+          } catch (err) {
+            return this.noCredentials(err, request);
+          }
+        }
+        request.headers = { ...request.headers, authorization: used };
+      }
+      const started = performance.now();
+      let res;
+      try {
+        res = await this.engine.request(request);
+      } catch (err) {
+        return this.noAnswer(err, request);
+      }
+      const { status } = res;
+      if (this.metrics) this.metrics.observeBackend(STATUS_CLASSES[Math.floor(status / 100)] || 'other', (performance.now() - started) / 1000);
+      if (status === 401 && attempt === 0 && used !== null && credentials.refreshes && deadlineAt - performance.now() >= this.retry.minRemainingMs) {
+        credentials.renew(used);
+        if (this.metrics) this.metrics.backendAuthRetries.inc();
+        continue;
+      }
+      this.stats(request.origin).requests++;
+      return res;
     }
-    const { status, text } = res;
-    if (this.metrics) this.metrics.observeBackend(STATUS_CLASSES[Math.floor(status / 100)] || 'other', (performance.now() - started) / 1000);
-    if (status >= 500 || status < 200 || (status >= 300 && status < 400)) this.health.failure(`HTTP ${status}`);
-    if (status >= 200 && status < 300) {
+  }
+
+  /** A request that got no answer: the engine's reason, as evidence against the origin or not (blames). */
+  noAnswer(err, request) {
+    const reason = err.reason || REASON.ERROR;
+    const blame = blames(err, reason === REASON.TIMEOUT ? request.timeoutMs : this.deadlineMs);
+    const detail = err.detail ? `${err.detail} (${request.origin})` : null;
+    if (blame) this.health.failure(detail ? `${reason}: ${err.detail}` : reason);
+    if (reason !== REASON.ABORTED && this.metrics) this.metrics.observeBackend('error', null);
+    const outcome = hostError(reason, `backend ${reason.replace(/_/g, ' ')}`, blame, detail);
+    if (reason !== REASON.ABORTED) this.failed(request.origin, outcome);
+    if (reason === REASON.TLS_ERROR) {
+      this.warnEvery(`tls ${request.origin}`, `backend TLS handshake with ${request.origin} failed: ${err.detail}; `
+        + 'check backend.tls (ca for a private CA, servername for another name) and the backend\'s certificate');
+    }
+    return outcome;
+  }
+
+  /** No credentials for a request: the token endpoint failed (auth_failed, not the API's failure), or the query's time ran out waiting. */
+  noCredentials(err, request) {
+    if (request.signal.aborted) {
+      const reason = reasonOf(null, request.signal);
+      return hostError(reason, `backend ${reason.replace(/_/g, ' ')} (waiting for a token)`);
+    }
+    const outcome = hostError(REASON.AUTH_FAILED, 'backend token request failed', false, messageOf(err));
+    this.failed(request.origin, outcome);
+    return outcome;
+  }
+
+  /** An HTTP answer -> an outcome: route.statuses over the defaults (2xx ok, 401/403 unauthorized, other 4xx app_error, the rest host_error). */
+  classify({ status, text }, route, origin) {
+    const mapped = route === null || route.statuses === null ? undefined : route.statuses.get(status);
+    const kind = mapped === undefined ? defaultKind(status) : mapped;
+    if (kind === KIND.OK) {
       let json;
       try {
         json = JSON.parse(text);
       } catch {
-        this.health.failure('bad JSON');
-        return hostError(REASON.BAD_JSON, 'backend answered with a body that is not JSON', true);
+        if (mapped === KIND.OK && text.trim() === '') json = {}; // a mapped status with no body answers empty
+        else return this.badJson(origin, 'a body that is not JSON');
       }
-      if (json === null || typeof json !== 'object' || Array.isArray(json)) {
-        this.health.failure('bad JSON');
-        return hostError(REASON.BAD_JSON, 'backend answered with JSON that is not an object', true);
-      }
+      if (json === null || typeof json !== 'object' || Array.isArray(json)) return this.badJson(origin, 'JSON that is not an object');
       this.health.success();
+      const mapping = route === null ? null : route.mapping;
       return ok(mapping ? mapResponse(mapping, json) : json);
     }
-    if (status >= 400 && status < 500) {
+    if (kind === KIND.APP_ERROR) {
       this.health.success(); // a deliberate "no" is an answer
-      return appError(appErrorText(text, errorPath, status), undefined, status);
+      return appError(appErrorText(text, route === null ? 'error' : route.errorPath, status), undefined, status);
     }
-    return hostError(httpReason(status), `backend HTTP ${status}`, true);
+    if (mapped === undefined && (status === 401 || status === 403)) return this.unauthorized(status, origin);
+    return this.httpFailure(status, origin);
+  }
+
+  /** 401 or 403: the gateway's own credentials were refused, which is no answer about the caller. */
+  unauthorized(status, origin) {
+    this.health.failure(`unauthorized: HTTP ${status}`);
+    const outcome = hostError(REASON.UNAUTHORIZED, `backend refused the gateway's credentials (HTTP ${status})`, true, `HTTP ${status} (${origin})`);
+    this.failed(origin, outcome);
+    this.warnEvery(`unauthorized ${origin}`, `backend ${origin} refused the gateway's credentials (HTTP ${status}); check backend.auth`
+      + ' (or the route\'s auth): the router gets E_AG_HOST_ERROR1 for these queries');
+    return outcome;
+  }
+
+  httpFailure(status, origin) {
+    this.health.failure(`HTTP ${status}`);
+    const outcome = hostError(httpReason(status), `backend HTTP ${status}`, true);
+    this.failed(origin, outcome);
+    return outcome;
+  }
+
+  badJson(origin, what) {
+    this.health.failure('bad JSON');
+    const outcome = hostError(REASON.BAD_JSON, `backend answered with ${what}`, true);
+    this.failed(origin, outcome);
+    return outcome;
+  }
+
+  /** An origin's figures for /status, made on first use. */
+  stats(origin) {
+    let s = this.origins.get(origin);
+    if (s === undefined) {
+      s = {
+        requests: 0, failures: 0, byReason: {}, lastError: null, lastErrorAt: null,
+      };
+      this.origins.set(origin, s);
+    }
+    return s;
+  }
+
+  failed(origin, outcome) {
+    const s = this.stats(origin);
+    s.failures++;
+    s.byReason[outcome.reason] = (s.byReason[outcome.reason] || 0) + 1;
+    s.lastError = outcome.detail ? `${outcome.reason}: ${outcome.detail}` : outcome.reason;
+    s.lastErrorAt = Date.now();
+    if (this.metrics !== null) this.metrics.backendFailures.labels(outcome.reason).inc();
+  }
+
+  /** A warning at most once per WARN_EVERY_MS for its kind, with how many were folded since the last. */
+  warnEvery(kind, message) {
+    if (this.log === null) return;
+    const now = Date.now();
+    const w = this.warnedAt.get(kind);
+    if (w !== undefined && now - w.at < WARN_EVERY_MS) {
+      w.folded++;
+      return;
+    }
+    this.log.warn(message, w !== undefined && w.folded > 0 ? { sinceLastLine: w.folded } : {});
+    this.warnedAt.set(kind, { at: now, folded: 0 });
+  }
+
+  /** Why queries cannot reach the backend now (for /ready), or null. */
+  notReady() {
+    for (const c of this.credentials.values()) {
+      const p = c.refreshes ? c.problem() : null;
+      if (p !== null) return `backend auth: ${p}`;
+    }
+    return null;
+  }
+
+  toJSON() {
+    const origins = {};
+    for (const [origin, s] of this.origins) {
+      origins[origin] = { ...s, byReason: { ...s.byReason }, lastErrorAt: s.lastErrorAt === null ? null : new Date(s.lastErrorAt).toISOString() };
+    }
+    return { origins, auth: [...this.credentials.values()].map((c) => c.status()) };
   }
 
   close() {
     this.health.close(); // circuits hold no timers: a probe goes when a call asks for one
+    for (const c of this.credentials.values()) c.close();
     return this.engine.close();
   }
+}
+
+/** A request a handler made with ctx.request that got no HTTP answer; `outcome` is what the query gets if the handler lets it through. */
+class BackendRequestError extends Error {
+  constructor(outcome) {
+    super(outcome.detail ? `${outcome.text}: ${outcome.detail}` : outcome.text);
+    this.name = 'BackendRequestError';
+    this.code = CODES.BACKEND;
+    this.reason = outcome.reason;
+    this.outcome = outcome;
+  }
+}
+
+const WARN_EVERY_MS = 10_000;
+
+const NO_RUNTIME = Object.freeze({
+  tls: null, proxy: null, auth: null, headers: {},
+});
+
+/** An HTTP status's outcome kind when the route maps none. */
+function defaultKind(status) {
+  if (status >= 200 && status < 300) return KIND.OK;
+  if (status >= 400 && status < 500 && status !== 401 && status !== 403) return KIND.APP_ERROR;
+  return KIND.HOST_ERROR;
 }
 
 /** The text for the ERROR tag of a 4xx: the body's error field, else the body, else the status. */
@@ -238,4 +480,4 @@ function lowerKeys(obj) {
   return out;
 }
 
-module.exports = { Backend };
+module.exports = { Backend, BackendRequestError };

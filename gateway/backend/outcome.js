@@ -16,6 +16,9 @@ const KIND = Object.freeze({ OK: 'ok', APP_ERROR: 'app_error', HOST_ERROR: 'host
 const REASON = Object.freeze({
   UNREACHABLE: 'unreachable', // refused, no such host, connect timeout
   RESET: 'reset', // the connection broke
+  TLS_ERROR: 'tls_error', // the TLS handshake failed: a certificate not trusted, not for this name, expired
+  UNAUTHORIZED: 'unauthorized', // HTTP 401 or 403: the backend refused the gateway's credentials
+  AUTH_FAILED: 'auth_failed', // no token: the token endpoint failed or refused the client
   TOO_LARGE: 'too_large', // the body was over backend.maxResponseBytes
   ERROR: 'error', // any other transport failure
   ABORTED: 'aborted', // the router went away: no failure of the backend

@@ -95,20 +95,6 @@ function fillTemplate(tpl, q) {
   return out;
 }
 
-/** Header values may name environment variables as ${NAME}: secrets stay out of the file. */
-function resolveHeaders(headers, env = process.env) {
-  const out = {};
-  for (const [name, value] of Object.entries(headers || {})) {
-    if (typeof value !== 'string') throw new ConfigError(`header ${name} must be a string`);
-    out[name.toLowerCase()] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, v) => {
-      if (env[v] === undefined) throw new ConfigError(`header ${name} names environment variable ${v}, which is not set`);
-      return env[v];
-    });
-    if (/[\r\n]/.test(out[name.toLowerCase()])) throw new ConfigError(`header ${name} contains a line break`);
-  }
-  return out;
-}
-
 /** "a.b[0].c" -> value in a parsed JSON answer, or undefined. */
 function jsonPath(obj, p) {
   let o = obj;
@@ -136,5 +122,5 @@ function mapResponse(mapping, json) {
 }
 
 module.exports = {
-  PlaceholderError, queryJson, encodeSegment, parseTemplate, fillTemplate, resolveHeaders, jsonPath, mapResponse, TARGETS, VAR_KEY,
+  PlaceholderError, queryJson, encodeSegment, parseTemplate, fillTemplate, jsonPath, mapResponse, TARGETS, VAR_KEY,
 };

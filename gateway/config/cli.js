@@ -20,10 +20,12 @@ async function main(values, positionals) {
     return;
   }
   if (what === 'check' && file !== undefined && rest.length === 0) {
-    const { loadConfig, ConfigError } = require('./index');
+    const { loadConfig, startProblems, ConfigError } = require('./index');
     let config;
     try {
       config = loadConfig({ file });
+      const refused = startProblems(config);
+      if (refused.length > 0) throw new ConfigError(refused);
     } catch (err) {
       let problems;
       if (err instanceof ConfigError) problems = err.problems;

@@ -8,8 +8,12 @@ const path = require('node:path');
 const { des, resolveProfile } = require('../../lib/protocol');
 const { ConfigError } = require('../../lib/errors');
 const { readRegularFile, parseJson } = require('../../lib/files');
+const { checkLogFile } = require('../../lib/logger');
 const { compileRoute } = require('./routes');
 const { compileAllowlist } = require('./allowlist');
+const {
+  compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders,
+} = require('./backend');
 const { isObject } = require('../../lib/objects');
 const {
   compileFallback, compileCache, compileBreaker, compileRetry,
@@ -42,7 +46,7 @@ const ENV = Object.fromEntries([...leaves()].filter(([, n]) => n['x-env']).map((
 }));
 
 /** Objects whose keys are the user's (subtypes, header names) or whole answers: taken whole, never merged key by key. */
-const OPAQUE_KEYS = new Set(['routes', 'headers', 'fallback', 'cache']);
+const OPAQUE_KEYS = new Set(['routes', 'headers', 'fallback', 'cache', 'auth']);
 const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 const MAX_KEY_FILE_BYTES = 4096;
 
@@ -116,6 +120,8 @@ function problemsOf(c, sources = {}) {
   for (const [subtype, route] of Object.entries(c.routes)) {
     check(!hasCredentials(route.url), `routes.${subtype}.url`, CREDENTIALS.replace('"backend": {"headers"', `"routes": {"${subtype}": {"headers"`));
   }
+  check(c.backend.proxy === null || c.backend.engine === 'undici', 'backend.proxy',
+    'needs engine undici (the default): the axios engine reaches backends directly');
   attempt(() => compileCache(c.cache));
   attempt(() => compileBreaker(c.breaker));
   return problems;
@@ -133,24 +139,41 @@ function validate(c, sources) {
  * loaded), the allowlist as a filter, the DES key read. A cluster worker receives the validated
  * settings as JSON and runs only this (gateway/ops/cluster.js).
  */
-function compileConfig(settings, { baseDir, env }) {
+function compileConfig(settings, { baseDir, env, fresh = false }) {
   const c = { ...settings };
   delete c.compiledRoutes; // a Map does not survive JSON: compiled again below
   const availability = {
     fallback: compileFallback(c.fallback), cache: compileCache(c.cache), breaker: compileBreaker(c.breaker), retry: compileRetry(c.retry),
   };
-  const routes = new Map(); // subtype -> compiled route; a Map, so "__proto__" is a subtype like any other
   const problems = [];
-  for (const [subtype, route] of Object.entries(c.routes)) {
+  const attempt = (fn, under = null) => {
     try {
-      routes.set(subtype, compileRoute(route, { baseDir, deadlineMs: c.deadlineMs, availability }));
+      return fn();
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err; // a bug, not a setting: its stack is wanted
-      problems.push(...err.under(`routes.${subtype}`).problems);
+      problems.push(...(under === null ? err : err.under(under)).problems);
+      return null;
     }
+  };
+  // Files and the environment the backend needs (config/backend.js); secrets stay in private fields.
+  const backendRuntime = {
+    tls: attempt(() => compileBackendTls(c.backend.tls, baseDir)),
+    proxy: attempt(() => compileProxy(c.backend.proxy, env)),
+    auth: attempt(() => compileAuth(c.backend.auth, 'backend.auth', { baseDir, env })),
+    headers: attempt(() => resolveHeaders(c.backend.headers, 'backend.headers', env)) || {},
+  };
+  const listenerTls = attempt(() => compileListenerTls(c.tls));
+  const routes = new Map(); // subtype -> compiled route; a Map, so "__proto__" is a subtype like any other
+  for (const [subtype, route] of Object.entries(c.routes)) {
+    const compiled = attempt(() => compileRoute(route, {
+      baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh,
+    }), `routes.${subtype}`);
+    if (compiled !== null) routes.set(subtype, compiled);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   const out = { ...c, compiledRoutes: routes, baseDir };
+  Object.defineProperty(out, 'backendRuntime', { value: backendRuntime, enumerable: false });
+  Object.defineProperty(out, 'listenerTls', { value: listenerTls, enumerable: false });
   Object.defineProperty(out, 'availability', { value: availability, enumerable: false });
   Object.defineProperty(out, 'allowlistFilter', { value: c.allowlist.length > 0 ? compileAllowlist(c.allowlist) : null, enumerable: false });
   // The parsed key rides along non-enumerable: it never reaches a log line, /sessions or JSON.
@@ -181,7 +204,9 @@ function readDesKey(c, baseDir, env) {
  * loadConfig({file, env, overrides}) -> validated config. `overrides` are CLI flags as dotted
  * keys ({"backend.url": "..."}), applied last.
  */
-function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = {}) {
+function loadConfig({
+  file, env = process.env, overrides = {}, baseDir: dir, fresh = false,
+} = {}) {
   let fromFile = {};
   let baseDir = dir || process.cwd();
   if (file) {
@@ -211,12 +236,41 @@ function loadConfig({ file, env = process.env, overrides = {}, baseDir: dir } = 
     delete sources[key]; // a flag wins over the environment
   }
   const config = merge(merge(structuredClone(DEFAULTS), fromFile), layered);
-  const compiled = compileConfig(validate(config, sources), { baseDir, env });
+  const compiled = compileConfig(validate(config, sources), { baseDir, env, fresh });
   compiled.configFile = file ? path.resolve(file) : null; // for the status page
   return compiled;
+}
+
+/** What a start says when nothing could answer a query: no backend URL and no route of its own. */
+const NO_BACKEND = 'no backend configured: give --backend URL (or backend.url in the config), '
+  + 'or --embedded-backend to serve from the built-in REST simulator';
+
+/**
+ * What a start refuses beyond the configuration's own problems: the things outside it (the log
+ * file, the ports) and a gateway with nothing to ask. `ged145 config check` and `ged145 gateway`
+ * both call this, so they refuse the same files with the same lines. embeddedBackend: the
+ * gateway's --embedded-backend, which stands in for a missing backend.url.
+ */
+function startProblems(config, { embeddedBackend = false } = {}) {
+  const problems = [];
+  const ownRoutes = [...config.compiledRoutes.values()].some((r) => r.kind !== 'contract');
+  if (config.backend.url === null && !embeddedBackend && !ownRoutes) problems.push(NO_BACKEND);
+  if (config.admin.port !== null && config.admin.port !== 0 && config.admin.port === config.port) {
+    problems.push(`admin.port (${config.admin.port}) is the GED-145 port too: give the admin port a port of its own`);
+  }
+  if (config.log.file) {
+    try {
+      checkLogFile(config.log.file);
+    } catch (err) {
+      problems.push(err.message);
+    }
+  }
+  return problems;
 }
 
 /** `ged145 config schema`: the JSON Schema of the config file, for editors ("$schema") and other validators. */
 const configSchema = () => publicSchema();
 
-module.exports = { loadConfig, compileConfig, configSchema, ConfigError, DEFAULTS, ENV_NAMES: Object.keys(ENV) };
+module.exports = {
+  loadConfig, compileConfig, startProblems, configSchema, ConfigError, DEFAULTS, ENV_NAMES: Object.keys(ENV),
+};

@@ -8,7 +8,8 @@
 const path = require('node:path');
 const { closest } = require('../../lib/closest');
 const { ConfigError } = require('../../lib/errors');
-const { parseTemplate, resolveHeaders, TARGETS } = require('../backend/request');
+const { parseTemplate, TARGETS } = require('../backend/request');
+const { resolveHeaders, compileAuth } = require('./backend');
 const {
   CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker,
 } = require('./availability');
@@ -17,8 +18,11 @@ const DEFAULT_AVAILABILITY = Object.freeze({ fallback: null, cache: null, breake
 
 // Every route may set its own fallback, cache and breaker (the route's value wins over the top level's).
 const AVAILABILITY_KEYS = ['fallback', 'cache', 'breaker'];
-const HTTP_ROUTE_KEYS = new Set(['method', 'url', 'headers', 'timeoutMs', 'response', 'errorPath', 'body', ...AVAILABILITY_KEYS]);
-const MODULE_ROUTE_KEYS = new Set(['module', ...AVAILABILITY_KEYS]); // a module gets the query's deadline as an AbortSignal
+const HTTP_ROUTE_KEYS = new Set([
+  'method', 'url', 'headers', 'timeoutMs', 'response', 'errorPath', 'body', 'auth', 'statuses', 'idempotent', ...AVAILABILITY_KEYS,
+]);
+// A module gets the query's deadline (or its timeoutMs) as an AbortSignal, and ctx.request with the route's auth.
+const MODULE_ROUTE_KEYS = new Set(['module', 'timeoutMs', 'auth', 'idempotent', ...AVAILABILITY_KEYS]);
 const CONTRACT_ROUTE_KEYS = new Set(AVAILABILITY_KEYS); // no url or module: the default contract, with its own settings
 
 /** The route's fallback, cache and breaker: its own where it sets them, else the top level's. */
@@ -31,7 +35,13 @@ function routeAvailability(route, top) {
   };
 }
 
-function compileRoute(route, { baseDir, deadlineMs, availability = DEFAULT_AVAILABILITY }) {
+/**
+ * One route, compiled. auth: the top level's compiled backend.auth (a route without its own uses
+ * it); env: for ${NAME} in headers and secrets; fresh: load a handler module anew (a reload).
+ */
+function compileRoute(route, {
+  baseDir, deadlineMs, availability = DEFAULT_AVAILABILITY, auth = null, env = process.env, fresh = false,
+}) {
   if (route === null || typeof route !== 'object' || Array.isArray(route)) throw new ConfigError('must be an object');
   let allowed = HTTP_ROUTE_KEYS;
   if (route.module !== undefined) allowed = MODULE_ROUTE_KEYS;
@@ -46,11 +56,17 @@ function compileRoute(route, { baseDir, deadlineMs, availability = DEFAULT_AVAIL
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError('timeoutMs must be a positive integer');
   const settings = routeAvailability(route, availability);
   if (allowed === CONTRACT_ROUTE_KEYS) return { kind: 'contract', ...settings };
+  const common = {
+    timeoutMs: Math.min(timeoutMs, deadlineMs),
+    auth: Object.hasOwn(route, 'auth') ? compileAuth(route.auth, 'auth', { baseDir, env }) : auth,
+    idempotent: route.idempotent !== false,
+  };
   if (route.module !== undefined) {
     if (typeof route.module !== 'string') throw new ConfigError('module must be a path');
     const file = path.resolve(baseDir, route.module);
     let handler;
     try {
+      if (fresh) forget(file);
       handler = require(file);
     } catch (err) {
       // One line: Node's MODULE_NOT_FOUND message goes on with a "Require stack:" list.
@@ -60,7 +76,7 @@ function compileRoute(route, { baseDir, deadlineMs, availability = DEFAULT_AVAIL
       throw new ConfigError(`module ${file} must export a function (query, {signal}) or {handle}`);
     }
     return {
-      kind: 'module', handle: typeof handler === 'function' ? handler : handler.handle.bind(handler), file, ...settings,
+      kind: 'module', handle: typeof handler === 'function' ? handler : handler.handle.bind(handler), file, ...common, ...settings,
     };
   }
   const method = (route.method || 'GET').toUpperCase();
@@ -72,17 +88,41 @@ function compileRoute(route, { baseDir, deadlineMs, availability = DEFAULT_AVAIL
     if (!TARGETS.test(target)) throw new ConfigError(`response target '${target}' must be vars.1..vars.10, ecc.NAME, ced or cdpd`);
     if (typeof source !== 'string') throw new ConfigError(`response.${target} must be a JSON path string`);
   }
+  const headers = resolveHeaders(route.headers, 'headers', env);
   return {
     kind: 'http',
     method,
     template,
-    headers: resolveHeaders(route.headers),
-    timeoutMs: Math.min(timeoutMs, deadlineMs),
+    headers: Object.keys(headers).length > 0 ? headers : null,
+    statuses: route.statuses === undefined ? null : new Map(Object.entries(route.statuses).map(([k, v]) => [Number(k), v])),
+    ...common,
     mapping: mapping.length > 0 ? mapping : null,
     errorPath: route.errorPath || 'error',
     sendBody: route.body === 'query' || (route.body === undefined && method !== 'GET' && method !== 'DELETE'),
     ...settings,
   };
+}
+
+/**
+ * Drops a handler module, and the modules it loaded that are the user's (not a package under
+ * node_modules, not the gateway's own), from require's cache, so that the next require reads them
+ * from disk: a reload after the handler was edited runs the new code. The old functions stay in
+ * use by the queries that already have them.
+ */
+function forget(file) {
+  const own = path.resolve(__dirname, '..', '..');
+  const seen = new Set();
+  const walk = (id) => {
+    const m = require.cache[id];
+    if (m === undefined || seen.has(id)) return;
+    seen.add(id);
+    for (const child of m.children) {
+      const f = child.id;
+      if (!f.split(path.sep).includes('node_modules') && !f.startsWith(path.join(own, 'gateway')) && !f.startsWith(path.join(own, 'lib'))) walk(f);
+    }
+    delete require.cache[id];
+  };
+  walk(require.resolve(file));
 }
 
 module.exports = {

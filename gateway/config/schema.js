@@ -95,6 +95,30 @@ const DEFINITIONS = {
     default: null,
     'x-must': 'must be an object or null',
   },
+  auth: {
+    type: ['object', 'null', 'boolean'],
+    description: 'how backend requests authenticate: oauth2 (client credentials), basic or bearer; null or false = none',
+    additionalProperties: false,
+    required: ['type'],
+    properties: {
+      type: { enum: ['oauth2', 'basic', 'bearer'], 'x-must': "must be 'oauth2', 'basic' or 'bearer'" },
+      tokenUrl: { type: 'string', description: 'oauth2: the token endpoint (https://...)' },
+      clientId: { type: 'string', minLength: 1 },
+      clientSecret: { type: 'string', minLength: 1, description: 'a secret: ${NAME} reads the environment' },
+      clientSecretFile: { type: 'string', minLength: 1, description: 'or a file holding it ($CREDENTIALS_DIRECTORY first for a relative path)' },
+      scope: { type: 'string' },
+      audience: { type: 'string' },
+      clientAuth: { enum: ['basic', 'body'], description: 'oauth2: client credentials in an Authorization: Basic header (default) or in the form body' },
+      username: { type: 'string', minLength: 1 },
+      password: { type: 'string', minLength: 1 },
+      passwordFile: { type: 'string', minLength: 1 },
+      token: { type: 'string', minLength: 1 },
+      tokenFile: { type: 'string', minLength: 1 },
+    },
+    not: { const: true },
+    default: null,
+    'x-must': 'must be an object {"type": "oauth2" | "basic" | "bearer", ...} or null',
+  },
   breaker: {
     type: ['object', 'null', 'boolean'],
     description: 'a circuit breaker per backend origin; false or null = off',
@@ -122,6 +146,15 @@ const ROUTE = {
     url: { type: 'string', description: 'URL template: {clid}, {vars.1}, {ecc.NAME}... in the path and query' },
     headers: { type: 'object', additionalProperties: { type: 'string' } },
     timeoutMs: { type: 'integer', minimum: 1 },
+    auth: { $ref: '#/definitions/auth' },
+    statuses: {
+      type: 'object',
+      propertyNames: { pattern: '^[1-5][0-9][0-9]$' },
+      additionalProperties: { enum: ['ok', 'app_error', 'host_error'] },
+      description: 'HTTP status -> outcome, over the defaults (2xx ok, 401/403 host_error, other 4xx app_error, the rest host_error)',
+      'x-must': 'must map HTTP statuses ("404") to ok, app_error or host_error',
+    },
+    idempotent: { type: 'boolean', description: 'false: never send again after a connection broke (a route that changes state)' },
     response: { type: 'object', additionalProperties: { type: 'string' }, description: '{"vars.1": "json.path", "ecc.NAME": "..."}' },
     errorPath: { type: 'string' },
     body: { enum: ['query', 'none'] },
@@ -193,6 +226,28 @@ const SCHEMA = {
         type: 'object', additionalProperties: { type: 'string' }, default: {}, description: 'sent on every backend request; ${NAME} reads the environment',
       },
       maxResponseBytes: int(1, 64 * 1024 * 1024, 64 * 1024, { 'x-must': 'must be a positive integer' }),
+      keepAliveTimeoutMs: int(100, 600_000, 4000, {
+        description: "an idle backend connection is closed after this, unless the server's Keep-Alive: timeout= says sooner; "
+          + 'below the 5 s of Node and Apache servers',
+      }),
+      tls: section('TLS to the backend (every origin and the token endpoint); verification is always on', {
+        ca: path({ description: "PEM: the CA(s) that signed the backend's certificate, besides the system's" }),
+        cert: path({ description: 'PEM: a client certificate, for mutual TLS' }),
+        key: path({ description: 'PEM: its private key' }),
+        servername: {
+          type: ['string', 'null'],
+          minLength: 1,
+          default: null,
+          description: "the name to ask for (SNI) and check the certificate against, when not the URL's host",
+        },
+      }),
+      auth: { $ref: '#/definitions/auth' },
+      proxy: {
+        type: ['string', 'null'],
+        default: null,
+        description: 'an HTTP forward proxy for backend traffic (CONNECT for https); null = HTTPS_PROXY/HTTP_PROXY/NO_PROXY',
+        'x-must': 'must be an http://host:port proxy URL or null',
+      },
     }),
     routes: {
       type: 'object', additionalProperties: ROUTE, default: {}, description: 'per-subtype routes (docs/rest-contract.md)',
@@ -291,7 +346,7 @@ function* leaves(node = SCHEMA, prefix = '') {
     if (k === '$schema') continue;
     const n = deref(child);
     const key = `${prefix}${k}`;
-    if (n.properties !== undefined && k !== 'fallback' && k !== 'messageTypes' && k !== 'status') yield* leaves(n, `${key}.`);
+    if (n.properties !== undefined && k !== 'fallback' && k !== 'auth' && k !== 'messageTypes' && k !== 'status') yield* leaves(n, `${key}.`);
     else yield [key, n];
   }
 }

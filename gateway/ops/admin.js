@@ -9,11 +9,11 @@ const { listenError } = require('../../lib/errors');
 const { statusPage } = require('./status-page');
 
 /**
- * createAdminApp({health(), ready(), sessions(), metrics()}) — each a function, so the same app
+ * createAdminApp({health(), notReady(), sessions(), metrics()}) — each a function, so the same app
  * serves a single gateway or a cluster primary that asks its workers.
  */
 function createAdminApp({
-  health = () => ({}), ready, sessions, metrics, status, contentType = 'text/plain; version=0.0.4; charset=utf-8',
+  health = () => ({}), notReady, sessions, metrics, status, contentType = 'text/plain; version=0.0.4; charset=utf-8',
 }) {
   const app = express();
   app.disable('x-powered-by');
@@ -37,8 +37,8 @@ function createAdminApp({
     }
   });
   app.get('/ready', (req, res) => {
-    const ok = ready();
-    res.status(ok ? 200 : 503).json({ ready: ok });
+    const why = notReady(); // null, or why queries cannot be answered now
+    res.status(why === null ? 200 : 503).json(why === null ? { ready: true } : { ready: false, reason: why });
   });
   app.get('/sessions', async (req, res, next) => {
     try {

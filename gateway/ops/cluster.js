@@ -51,7 +51,7 @@ async function runWorker(config) {
       process.send({ type: ANSWER, id: msg.id, data: gateway.toJSON().map((s) => ({ ...s, pid: process.pid })) });
     } else if (msg && msg.type === ASK && msg.what === 'reload') {
       try {
-        const next = compileConfig(msg.settings, { baseDir: msg.settings.baseDir, env: { GED145_DES_KEY: process.env.GED145_DES_KEY } });
+        const next = compileConfig(msg.settings, { baseDir: msg.settings.baseDir, env: process.env, fresh: true });
         gateway.reload(next);
       } catch (err) {
         log.error(`reload refused, the running configuration stays in force: ${err.message}`);
@@ -158,7 +158,7 @@ async function startCluster(config, { log } = {}) {
   const admin = await startAdmin(config.admin, logger, {
     status,
     health: async () => ({ workers: await ask('health') }),
-    ready: () => !draining,
+    notReady: () => (draining ? 'draining' : null),
     sessions: async () => (await ask('sessions')).flat(),
     metrics: () => aggregator.clusterMetrics(),
     contentType: aggregator.contentType,

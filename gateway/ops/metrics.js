@@ -73,6 +73,26 @@ class Metrics {
     this.backendRetries = new client.Counter({
       name: `${prefix}backend_retries_total`, help: 'Requests sent again to the next origin after the first never reached its backend', registers,
     });
+    this.backendReconnects = new client.Counter({
+      name: `${prefix}backend_reconnects_total`,
+      help: 'Requests sent again on another connection after a reused keep-alive connection broke before any answer',
+      registers,
+    });
+    this.backendFailures = new client.Counter({
+      name: `${prefix}backend_failures_total`,
+      help: 'Backend requests that got no usable answer, by reason (tls_error, unauthorized, auth_failed, reset, http_503...)',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.backendAuthRetries = new client.Counter({
+      name: `${prefix}backend_auth_retries_total`, help: 'Requests sent again with a new OAuth2 token after the API answered 401', registers,
+    });
+    this.tokenRequests = new client.Counter({
+      name: `${prefix}backend_token_requests_total`,
+      help: 'OAuth2 token requests to the token endpoint, by result (ok, error)',
+      labelNames: ['result'],
+      registers,
+    });
     this.breakerState = new client.Gauge({
       name: `${prefix}backend_circuit_state`, help: 'Circuit breaker per backend origin: 0 closed, 1 half-open, 2 open', labelNames: ['origin'], registers,
     });

@@ -62,7 +62,12 @@ function warmConfig(config, url) {
     if (key !== 'compiledRoutes' && key !== 'baseDir' && key !== 'configFile') settings[key] = config[key];
   }
   Object.assign(settings, {
-    backend: { ...config.backend, url },
+    // Plain HTTP to its own loopback server: no credentials, TLS, proxy or header secrets.
+    backend: {
+      ...config.backend, url, headers: {}, auth: null, proxy: null, tls: {
+        ca: null, cert: null, key: null, servername: null,
+      },
+    },
     routes: {},
     cache: config.cache ? { ...config.cache, store: null } : config.cache,
     allowlist: [],

@@ -15,8 +15,9 @@ const { runWorker, FAILED } = require('./cluster');
 const { compileConfig } = require('../config');
 
 const settings = JSON.parse(process.env.GED145_WORKER_CONFIG);
-// Only the DES key comes from the environment again (it is never put in the JSON above).
-const config = compileConfig(settings, { baseDir: settings.baseDir, env: { GED145_DES_KEY: process.env.GED145_DES_KEY } });
+// What is read from the environment at compile time comes from it again: the DES key, ${NAME} in
+// headers and secrets, the proxy variables (none of them is put in the JSON above).
+const config = compileConfig(settings, { baseDir: settings.baseDir, env: process.env });
 
 applyMemorySettings(config.memory);
 runWorker(config).catch((err) => {

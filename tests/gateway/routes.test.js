@@ -90,7 +90,7 @@ describe('per-subtype routes through the gateway', () => {
         'acct.balance': { module: path.join(__dirname, '..', 'fixtures', 'handlers', 'balance.js') },
       },
     };
-    stack = await startStack({ backendUrl: backend.url, gateway: config });
+    stack = await startStack({ backendUrl: backend.url, gateway: config, env: { GED145_TEST_TOKEN: 's3cret' } });
     client = await WireClient.connect(stack.port);
     await client.open();
   });
@@ -190,8 +190,7 @@ describe('gateway config', () => {
   });
 
   it('the example config in docs/ loads', () => {
-    process.env.BACKEND_TOKEN = process.env.BACKEND_TOKEN || 'example';
-    const c = loadConfig({ file: path.join(__dirname, '..', '..', 'docs', 'examples', 'gateway.json'), env: {} });
+    const c = loadConfig({ file: path.join(__dirname, '..', '..', 'docs', 'examples', 'gateway.json'), env: { BACKEND_TOKEN: 'example' } });
     assert.ok(c.compiledRoutes.size >= 2);
   });
 });

@@ -15,6 +15,7 @@ function reasonOf(err, signal) {
     return REASON.ABORTED;
   }
   const code = err && (err.code || (err.cause && err.cause.code));
+  if (isTlsCode(code) || isTlsCode(err && err.cause && err.cause.code)) return REASON.TLS_ERROR;
   switch (code) {
     case 'UND_ERR_ABORTED': case 'ABORT_ERR': case 'ERR_CANCELED': return REASON.ABORTED;
     case 'UND_ERR_RES_EXCEEDED_MAX_SIZE': case 'ERR_BAD_RESPONSE': case 'ERR_FR_MAX_BODY_LENGTH_EXCEEDED': return REASON.TOO_LARGE;
@@ -25,6 +26,17 @@ function reasonOf(err, signal) {
 }
 
 /**
+ * A TLS handshake that failed: the backend's certificate was not trusted, not for this name,
+ * expired, or the backend refused ours. Node names them by OpenSSL's verify codes.
+ */
+const TLS_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_REVOKED', 'CERT_UNTRUSTED', 'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID', 'EPROTO', 'ERR_TLS_HANDSHAKE_TIMEOUT',
+]);
+const isTlsCode = (code) => typeof code === 'string' && (TLS_CODES.has(code) || code.startsWith('ERR_SSL_'));
+
+/**
  * What exactly went wrong, for an operator: "ECONNREFUSED 127.0.0.1:3999", "ENOTFOUND crm.example",
  * "ETIMEDOUT 10.0.0.5:443"; null when the error has no code (the stable reason says it all).
  */
@@ -33,6 +45,7 @@ function causeOf(err) {
   for (let i = 0; i < 3 && e && !e.syscall && e.cause; i++) e = e.cause; // undici and axios wrap the socket error
   const code = e && typeof e.code === 'string' ? e.code : null;
   // An abort says nothing more than its reason does (our deadline marker included).
+  if (isTlsCode(code)) return `${code}: ${String(e.reason || e.message).split('\n')[0]}`;
   if (code === null || code.startsWith('UND_ERR_ABORTED') || code === 'ABORT_ERR' || code === 'ERR_CANCELED' || isDeadline(e)) return null;
   if (e.hostname && (code === 'ENOTFOUND' || code === 'EAI_AGAIN')) return `${code} ${e.hostname}`;
   if (e.address) return `${code} ${e.address}${e.port ? `:${e.port}` : ''}`;
@@ -58,4 +71,4 @@ class EngineError extends Error {
   }
 }
 
-module.exports = { reasonOf, EngineError };
+module.exports = { reasonOf, EngineError, isTlsCode };

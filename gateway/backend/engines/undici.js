@@ -5,6 +5,7 @@
 // costs about 4 MB of RSS and 90 ms of start (docs/performance.md), once, for a path that cannot break.
 const { performance } = require('node:perf_hooks');
 const { Pool } = require('undici');
+const { proxyFor, tunnelConnector, proxyAuthorization } = require('./proxy');
 const { reasonOf, EngineError } = require('./errors');
 
 /**
@@ -19,35 +20,66 @@ const { reasonOf, EngineError } = require('./errors');
  * A request aborted while it waits here is settled at once and never dispatched.
  */
 class Engine {
-  constructor({ connections = 64, maxResponseBytes = 64 * 1024, keepAliveTimeout = 30_000 } = {}) {
+  /**
+   * tls: connect options for every https origin ({ca, cert, key, servername}), or null; proxy:
+   * compiled forward-proxy settings (config/backend.js), or null; onReconnect(): a request is
+   * being sent again after its reused connection broke (metrics).
+   */
+  constructor({
+    connections = 64, maxResponseBytes = 64 * 1024, keepAliveTimeout = 4000, tls = null, proxy = null, onReconnect = null,
+  } = {}) {
     this.name = 'undici';
-    this.options = { connections, maxResponseSize: maxResponseBytes, keepAliveTimeout, pipelining: 1 };
+    // A server's "Keep-Alive: timeout=N" is honoured less KEEP_ALIVE_MARGIN_MS, the time our
+    // request may take to reach it; without one, a connection idle for keepAliveTimeout is closed.
+    this.options = {
+      connections, maxResponseSize: maxResponseBytes, keepAliveTimeout, keepAliveTimeoutThreshold: KEEP_ALIVE_MARGIN_MS, pipelining: 1,
+    };
+    this.tls = tls;
+    this.proxy = proxy;
+    this.onReconnect = onReconnect;
     this.origins = new Map();
   }
 
   origin(origin) {
     let o = this.origins.get(origin);
     if (o === undefined) {
-      o = new Origin(new Pool(origin, this.options));
+      o = this.makeOrigin(origin);
       this.origins.set(origin, o);
     }
     return o;
   }
 
-  request({ origin, path, method, headers, body, signal }) {
+  /** The pool for an origin: direct, through a CONNECT tunnel (https), or to the proxy in absolute form (http). */
+  makeOrigin(origin) {
+    const via = proxyFor(this.proxy, origin);
+    const tlsOptions = this.tls === null ? {} : this.tls;
+    if (via === null) return new Origin(new Pool(origin, this.tls === null ? this.options : { ...this.options, connect: tlsOptions }), null);
+    if (origin.startsWith('https:')) return new Origin(new Pool(origin, { ...this.options, connect: tunnelConnector(via, tlsOptions) }), null);
+    const proxy = new URL(via);
+    const auth = proxyAuthorization(proxy);
+    return new Origin(new Pool(proxy.origin, this.options), { origin, host: new URL(origin).host, auth });
+  }
+
+  request({
+    origin, path, method, headers, body, signal, idempotent = true,
+  }) {
     return new Promise((resolve, reject) => {
-      const handler = new Collect(signal, resolve, reject, {
+      let o;
+      try {
+        o = this.origin(origin);
+      } catch (err) {
+        reject(new EngineError(reasonOf(err, signal), err, -1, signal)); // an invalid origin: new Pool() throws
+        return;
+      }
+      const opts = o.absolute === null ? {
         path, method, headers, body,
-      });
+      } : o.absolute.opts(path, method, headers, body);
+      const handler = new Collect(signal, resolve, reject, opts, idempotent ? o : null, this.onReconnect);
       if (signal && signal.aborted) {
         handler.onResponseError(null, signal.reason);
         return;
       }
-      try {
-        this.origin(origin).dispatch(handler);
-      } catch (err) {
-        handler.onResponseError(null, err); // an invalid origin: new Pool() throws
-      }
+      o.dispatch(handler);
     });
   }
 
@@ -57,10 +89,39 @@ class Engine {
   }
 }
 
+/** Below a server's Keep-Alive: timeout=, so that we close an idle connection before it does. */
+const KEEP_ALIVE_MARGIN_MS = 1000;
+
+/**
+ * Errors of a connection that broke before any byte of the answer arrived: the server (or a proxy,
+ * a load balancer) closed a reused keep-alive connection just as the request went out. The request
+ * is sent again once, on another connection: the backend never saw it.
+ */
+const BROKEN = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+const brokenConnection = (err) => err !== null && err !== undefined && (BROKEN.has(err.code) || (err.cause !== undefined && BROKEN.has(err.cause.code)));
+
+/** An http origin reached through a proxy: requests in absolute form, with the origin's Host. */
+class AbsoluteForm {
+  constructor({ origin, host, auth }) {
+    this.origin = origin;
+    this.host = host;
+    this.auth = auth;
+  }
+
+  opts(path, method, headers, body) {
+    const h = { ...headers, host: this.host };
+    if (this.auth !== undefined) h['proxy-authorization'] = this.auth;
+    return {
+      path: this.origin + path, method, headers: h, body,
+    };
+  }
+}
+
 /** One origin's pool and the requests waiting for one of its connections, oldest first. */
 class Origin {
-  constructor(pool) {
+  constructor(pool, absolute) {
     this.pool = pool;
+    this.absolute = absolute === null ? null : new AbsoluteForm(absolute);
     this.full = false; // pool.dispatch said every connection is taken; 'drain' says one is free
     this.waiting = [];
     this.head = 0;
@@ -93,8 +154,11 @@ class Origin {
  * for a free connection settles it at once; the Origin never dispatches it.
  */
 class Collect {
-  constructor(signal, resolve, reject, opts) {
+  /** origin: where to send it again if its connection breaks before an answer (null: never, the route is not idempotent). */
+  constructor(signal, resolve, reject, opts, origin, onReconnect) {
     this.opts = opts;
+    this.origin = origin;
+    this.onReconnect = onReconnect;
     this.signal = signal;
     this.resolve = resolve;
     this.reject = reject;
@@ -133,6 +197,15 @@ class Collect {
   }
 
   onResponseError(controller, err) {
+    if (this.origin !== null && this.status === 0 && !this.settled && brokenConnection(err) && !(this.signal && this.signal.aborted)) {
+      const { origin } = this;
+      this.origin = null; // once
+      this.controller = null;
+      this.sentAt = -1;
+      if (this.onReconnect !== null) this.onReconnect();
+      origin.dispatch(this);
+      return;
+    }
     if (!this.finish()) return;
     const onWireMs = this.sentAt < 0 ? -1 : performance.now() - this.sentAt;
     this.reject(new EngineError(reasonOf(err, this.signal), err, onWireMs, this.signal));
