@@ -64,21 +64,30 @@ function compileListenerTls(t) {
 }
 
 /**
- * backend.tls -> the connect options every backend connection uses ({ca, cert, key, servername}),
+ * backend.tls -> the connect options every backend connection uses ({secureContext, servername}),
  * or null when nothing is set (the system's CAs, the URL's host). Relative paths are the config
- * file's folder's. The CA is added to Node's own list, never in place of it.
+ * file's folder's. The CA is added to Node's own list, never in place of it. One secure context
+ * for every connection: given the CAs as PEM instead, each TLS connect parsed the 140-odd of
+ * them again, and a burst of new connections missed its deadline doing it.
  */
 function compileBackendTls(t, baseDir) {
   if (t.ca === null && t.cert === null && t.key === null && t.servername === null) return null;
   if ((t.cert === null) !== (t.key === null)) throw new ConfigError('backend.tls needs both cert and key (mutual TLS), or neither');
-  const out = {};
   const file = (f) => path.resolve(baseDir, f);
-  if (t.ca !== null) out.ca = [...tls.rootCertificates, readPem(file(t.ca), 'backend.tls.ca').toString('latin1')];
+  const pem = {};
+  if (t.ca !== null) pem.ca = [...tls.rootCertificates, readPem(file(t.ca), 'backend.tls.ca').toString('latin1')];
   if (t.cert !== null) {
-    out.cert = readPem(file(t.cert), 'backend.tls.cert');
-    out.key = readPem(file(t.key), 'backend.tls.key');
-    checkPair({ cert: out.cert, key: out.key }, 'backend.tls', t);
+    pem.cert = readPem(file(t.cert), 'backend.tls.cert');
+    pem.key = readPem(file(t.key), 'backend.tls.key');
   }
+  let secureContext;
+  try {
+    secureContext = tls.createSecureContext(pem);
+  } catch (err) {
+    if (t.cert !== null) throw new ConfigError(`backend.tls: ${t.cert} and ${t.key} cannot be used: ${pairProblem(err)}`);
+    throw new ConfigError(`backend.tls.ca: ${t.ca} cannot be used: ${pairProblem(err)}`);
+  }
+  const out = { secureContext };
   if (t.servername !== null) out.servername = t.servername;
   return out;
 }
