@@ -76,7 +76,7 @@ describe('config check refuses what a start refuses', function () {
     });
   }
 
-  it('a configuration whose every route names its own URL needs no backend.url: check ok, and the gateway starts and says what it does with other subtypes', async () => {
+  it('a configuration whose every route names its own URL needs no backend.url: check ok; the gateway starts and says what others get', async () => {
     const file = write('routes-only', { routes: route });
     const check = await runCli(['config', 'check', file]);
     assert.equal(check.code, 0, check.err);

@@ -66,10 +66,11 @@ async function withStack(gateway, fn, opts = {}) {
 describe('backend HTTP behaviour', function () {
   this.timeout(30_000);
 
-  it('a request broken on a reused connection before any answer goes again on another one: every query answered, and no evidence against the origin', async () => {
+  it('a request broken on a reused connection before any answer goes again on another: every query answered, no evidence against the origin', async () => {
     const backend = await startResettingServer();
     try {
-      await withStack({ 'backend.url': backend.url, 'backend.connections': 1, routes: { k: { method: 'GET', url: `${backend.url}/k/{clid}` } } }, async ({ ask, stack }) => {
+      const gateway = { 'backend.url': backend.url, 'backend.connections': 1, routes: { k: { method: 'GET', url: `${backend.url}/k/{clid}` } } };
+      await withStack(gateway, async ({ ask, stack }) => {
         for (let i = 0; i < 20; i++) {
           const r = await ask({ subtype: 'k', clid: `555${i}` });
           assert.equal(r.type, 'QUERY_RESP', JSON.stringify(r));

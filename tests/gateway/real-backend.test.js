@@ -213,7 +213,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
     }
   });
 
-  it('a token endpoint that refuses the client: the start goes on, /ready says why, queries get a host error with reason auth_failed', async () => {
+  it('a token endpoint that refuses the client: the start goes on, /ready says why, queries get a host error (auth_failed)', async () => {
     api.refuseClient(true);
     const g = await startGateway(configWith(), { dir, env: { CREDENTIALS_DIRECTORY: dir } });
     const client = await WireClient.connect(g.port);

@@ -68,7 +68,8 @@ async function startCustomerApi({ tokenLifetimeS = 5 } = {}) {
         stats.tokenRequests++;
         const form = new URLSearchParams(body);
         const basic = /^Basic (.+)$/.exec(req.headers.authorization || '');
-        const [id, secret] = basic ? Buffer.from(basic[1], 'base64').toString().split(':').map(decodeURIComponent) : [form.get('client_id'), form.get('client_secret')];
+        const fromBasic = () => Buffer.from(basic[1], 'base64').toString().split(':').map(decodeURIComponent);
+        const [id, secret] = basic ? fromBasic() : [form.get('client_id'), form.get('client_secret')];
         if (refuseClient || id !== CLIENT_ID || secret !== CLIENT_SECRET || form.get('grant_type') !== 'client_credentials') {
           stats.tokenRefused++;
           send(res, 401, { error: 'invalid_client', error_description: 'client authentication failed' });
