@@ -227,7 +227,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
       const { backend } = (await g.admin('/status')).json();
       assert.equal(backend.auth[0].state, 'failing');
       assert.equal(backend.origins[nginx.url].byReason.auth_failed, 30);
-      assert.deepEqual(backend.circuits[nginx.url] || { state: 'closed' }, { ...(backend.circuits[nginx.url] || {}), state: 'closed' }, 'not the API\'s failure');
+      assert.equal((backend.circuits[nginx.url] || { state: 'closed' }).state, 'closed', 'not the API\'s failure');
       assert.match(g.gw.err, /backend token request failed: the token endpoint answered HTTP 401: invalid_client/);
       api.refuseClient(false);
       // Tried again after 1, 2, 4 s: within 4 s the gateway has a token and answers.
