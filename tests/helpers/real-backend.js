@@ -279,3 +279,38 @@ async function burst(client, { first, n, subtype = 'cust', clidOf }) {
 
 module.exports.startGateway = startGateway;
 module.exports.burst = burst;
+
+/**
+ * Sends `rate` queries a second for durationMs on a WireClient (a few per 10 ms tick), then waits
+ * for their replies; records as burst() returns them.
+ */
+async function rateRun(client, {
+  first, rate, durationMs, subtype = 'cust', clidOf,
+}) {
+  const { performance } = require('node:perf_hooks');
+  const total = Math.round((rate * durationMs) / 1000);
+  const sent = new Map();
+  const before = client.messages.length;
+  const start = performance.now();
+  let id = first;
+  await new Promise((resolve) => {
+    const tick = setInterval(() => {
+      const due = Math.min(total, Math.floor(((performance.now() - start) * rate) / 1000));
+      while (id - first < due) {
+        sent.set(id, performance.now());
+        client.query(id, { subtype, clid: clidOf(id) });
+        id++;
+      }
+      if (id - first >= total) {
+        clearInterval(tick);
+        resolve();
+      }
+    }, 10);
+  });
+  await client.waitForCount(before + total, 10_000);
+  return client.messages.slice(before, before + total).map((m) => ({
+    id: m.invokeId, clid: clidOf(m.invokeId), reply: m, latencyMs: m.receivedAt - sent.get(m.invokeId),
+  }));
+}
+
+module.exports.rateRun = rateRun;
