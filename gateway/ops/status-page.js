@@ -43,7 +43,7 @@ function statusPage() {
   <section><h2>Queries per second by outcome (last 5 minutes)</h2><div class="chart" id="rate-chart"></div><div class="legend" id="rate-legend"></div></section>
   <section><h2>Latency per second, p50 and p99 (ms)</h2><div class="chart" id="latency-chart"></div><div class="legend" id="latency-legend"></div></section>
   <section class="wide"><h2>Router sessions</h2><div class="scroll"><table id="sessions"></table></div><div id="refused" class="mute"></div></section>
-  <section><h2>Backend</h2><div id="backend"></div><div class="scroll"><table id="circuits"></table></div></section>
+  <section><h2>Backend</h2><div id="backend"></div><div id="auth"></div><div class="scroll"><table id="circuits"></table></div></section>
   <section><h2>Outcomes and subtypes (last 5 minutes)</h2><div class="scroll"><table id="outcomes"></table></div></section>
   <section><h2>Processes</h2><div class="scroll"><table id="processes"></table></div><div id="config" class="mute"></div></section>
   <section><h2>Recent warnings and errors</h2><div class="scroll"><ul id="warnings"></ul></div></section>

@@ -89,6 +89,7 @@ describe('the status page on the admin port', function () {
       const circuits = await page.$$eval('#circuits tr', (rows) => rows.slice(1).map((r) => r.textContent));
       assert.equal(circuits.length, 1);
       assert.match(circuits[0], /^http:\/\/127\.0\.0\.1:\d+closed/);
+      assert.match(circuits[0], /400-$/, 'the origin\'s requests (40) and failures (0), no last error');
       assert.match(await page.textContent('#outcomes'), /^outcome or subtypequeriessharep50 \/ p99 msok40100 %\d+ \/ \d+subtype customer\.lookup40100 %\d+ \/ \d+$/);
       const height = await page.evaluate(() => document.documentElement.scrollHeight);
 

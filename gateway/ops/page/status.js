@@ -169,11 +169,26 @@
       + ` · p50 / p99 ${fmt(percentile(backendLat, st.history.bounds, 0.5))} / ${fmt(percentile(backendLat, st.history.bounds, 0.99))} ms`),
     h('div', null, cache ? `cache: ${fmt(cache.entries)} entries, ${mb(cache.bytes)} of ${mb(cache.maxBytes)} MiB${cache.store ? `, Redis ${cache.store}` : ''}`
       + ` · answered from it (5 min): ${fmt(cachedShare, 1)} %` : 'cache: off'));
-    const circuits = health.flatMap((b) => Object.entries(b.circuits || {}).map(([origin, c]) => ({ origin, pid: b.pid, ...c })));
-    replace($('circuits'), row(['origin', ...(multi ? ['worker'] : []), 'circuit', 'since', 'last error'], true),
-      circuits.map((c) => row([
-        c.origin, ...(multi ? [String(c.pid)] : []), { text: c.state, class: c.state === 'closed' ? 'ok' : 'bad' }, time(c.since), c.lastError || '-',
+    // One row per origin the backend has asked: its requests and failures, its circuit, its last error.
+    const origins = health.flatMap((b) => {
+      const names = [...new Set([...Object.keys(b.origins || {}), ...Object.keys(b.circuits || {})])];
+      return names.map((origin) => ({
+        origin, pid: b.pid, stats: (b.origins || {})[origin] || null, circuit: (b.circuits || {})[origin] || null,
+      }));
+    });
+    replace($('circuits'), row(['origin', ...(multi ? ['worker'] : []), 'circuit', 'since', 'requests', 'failed', 'last error'], true),
+      origins.map((o) => row([
+        o.origin, ...(multi ? [String(o.pid)] : []),
+        o.circuit ? { text: o.circuit.state, class: o.circuit.state === 'closed' ? 'ok' : 'bad' } : 'off', o.circuit ? time(o.circuit.since) : '-',
+        num(fmt(o.stats ? o.stats.requests : 0)), num(fmt(o.stats ? o.stats.failures : 0), o.stats && o.stats.failures > 0 ? 'bad' : ''),
+        (o.stats && o.stats.lastError) || (o.circuit && o.circuit.lastError) || '-',
       ])));
+    const auths = health.flatMap((b) => (b.auth || []).map((a) => ({ pid: b.pid, ...a })));
+    replace($('auth'), auths.map((a) => h('div', null, `auth: ${a.type}${a.clientId ? ` ${a.clientId}` : ''}${a.tokenUrl ? ` at ${a.tokenUrl}` : ''}`
+      + `${a.pid ? ` (worker ${a.pid})` : ''} · `, h('b', { class: a.state === 'failing' ? 'bad' : 'ok' }, a.state),
+    a.expiresAt && a.expiresAt !== 'never' ? ` · token expires ${time(a.expiresAt)}` : '',
+    a.tokenRequests !== undefined ? ` · ${fmt(a.tokenRequests)} token requests` : '',
+    a.lastError ? h('span', { class: 'bad' }, ` · ${a.lastError}`) : null)));
 
     // Outcomes and subtypes, each with its own p50 / p99
     const subtypes = sum(seconds.map((s) => s.subtypes));
