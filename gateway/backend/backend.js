@@ -281,6 +281,7 @@ class Backend {
         }
         request.headers = { ...request.headers, authorization: used };
       }
+      this.stats(request.origin).requests++;
       const started = performance.now();
       let res;
       try {
@@ -295,7 +296,6 @@ class Backend {
         if (this.metrics) this.metrics.backendAuthRetries.inc();
         continue;
       }
-      this.stats(request.origin).requests++;
       return res;
     }
   }

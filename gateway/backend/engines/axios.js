@@ -7,12 +7,22 @@ const axios = require('axios');
 const { reasonOf, EngineError } = require('./errors');
 const { asAbortSignal } = require('../abort');
 
-/** axios over keep-alive agents; the body is read as text, at most maxResponseBytes. */
+/**
+ * axios over keep-alive agents; the body is read as text, at most maxResponseBytes. tls: the
+ * backend's secure context and servername (config/backend.js), for every https origin. No proxy:
+ * the config refuses backend.proxy with this engine, and the proxy environment is not read.
+ */
 class Engine {
-  constructor({ connections = 64, maxResponseBytes = 64 * 1024 } = {}) {
+  constructor({
+    connections = 64, maxResponseBytes = 64 * 1024, keepAliveTimeout = 4000, tls = null, onReconnect = null,
+  } = {}) {
     this.name = 'axios';
-    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets: connections });
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets: connections });
+    this.onReconnect = onReconnect;
+    // Node's agents close a free socket after `timeout` of idleness.
+    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets: connections, timeout: keepAliveTimeout });
+    this.httpsAgent = new https.Agent({
+      keepAlive: true, maxSockets: connections, timeout: keepAliveTimeout, ...(tls || {}),
+    });
     this.client = axios.create({
       httpAgent: this.httpAgent,
       httpsAgent: this.httpsAgent,
@@ -25,15 +35,24 @@ class Engine {
     });
   }
 
-  async request({ origin, path, method, headers, body, signal }) {
+  async request({
+    origin, path, method, headers, body, signal, idempotent = true,
+  }) {
     // axios does not say when its agent gave the request a socket: the time on the wire is
     // counted from the start, so a request queued in the agent may count against the backend.
     const started = performance.now();
-    try {
-      const res = await this.client.request({ url: origin + path, method, headers, data: body, signal: asAbortSignal(signal) });
-      return { status: res.status, text: typeof res.data === 'string' ? res.data : String(res.data) };
-    } catch (err) {
-      throw new EngineError(reasonOf(err, signal), err, performance.now() - started, signal);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const res = await this.client.request({ url: origin + path, method, headers, data: body, signal: asAbortSignal(signal) });
+        return { status: res.status, text: typeof res.data === 'string' ? res.data : String(res.data) };
+      } catch (err) {
+        // A reused connection that broke before any answer: once more, as the undici engine does.
+        if (attempt === 0 && idempotent && err.response === undefined && BROKEN.has(err.code) && !(signal && signal.aborted)) {
+          if (this.onReconnect !== null) this.onReconnect();
+          continue;
+        }
+        throw new EngineError(reasonOf(err, signal), err, performance.now() - started, signal);
+      }
     }
   }
 
@@ -42,5 +61,7 @@ class Engine {
     this.httpsAgent.destroy();
   }
 }
+
+const BROKEN = new Set(['ECONNRESET', 'EPIPE']);
 
 module.exports = { Engine };
