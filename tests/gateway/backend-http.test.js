@@ -88,6 +88,26 @@ describe('backend HTTP behaviour', function () {
     }
   });
 
+  it('a server\'s Keep-Alive: timeout= is honoured: a connection idle past it, less a second, is not used again', async () => {
+    const backend = await startTestBackend((req, res) => res.end('{"vars": {"1": "x"}}'));
+    backend.server.keepAliveTimeout = 2000; // Node sends "Keep-Alive: timeout=2"
+    const sockets = new Set();
+    backend.server.on('connection', (s) => sockets.add(s));
+    try {
+      await withStack({ 'backend.url': backend.url }, async ({ ask }) => {
+        await ask({ subtype: 'a', clid: '1' });
+        await ask({ subtype: 'a', clid: '2' });
+        assert.equal(sockets.size, 1, 'reused at once');
+        await new Promise((r) => setTimeout(r, 1300));
+        const r = await ask({ subtype: 'a', clid: '3' });
+        assert.equal(r.type, 'QUERY_RESP');
+        assert.equal(sockets.size, 2, 'idle for 1.3 s, past the hint less its margin (1 s), so a new connection (backend.keepAliveTimeoutMs is 4 s)');
+      });
+    } finally {
+      await backend.close();
+    }
+  });
+
   it('"idempotent": false: a route that changes state is never sent twice; the break is its answer (E_AG_HOST_ERROR1, reset)', async () => {
     const backend = await startResettingServer();
     try {
