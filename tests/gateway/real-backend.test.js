@@ -157,6 +157,39 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
     }
   });
 
+  it('a certificate for another name (backend.tls.servername) is tls_error too; mutual TLS with backend.tls.cert and key is answered', async () => {
+    const g = await startGateway({
+      backend: { tls: { ca: certs.ca, servername: 'crm.other.example' }, auth: { type: 'bearer', token: 'x' } }, routes: { cust: custRoute(nginx.url) },
+    }, { dir });
+    const client = await WireClient.connect(g.port);
+    try {
+      await client.open();
+      const records = await burst(client, { first: 10, n: 10, clidOf });
+      assert.ok(records.every((r) => r.reply.status === STATUS.E_AG_HOST_ERROR1));
+      assert.match((await g.admin('/status')).json().backend.origins[nginx.url].lastError, /^tls_error: ERR_TLS_CERT_ALTNAME_INVALID: /);
+    } finally {
+      client.close();
+      g.gw.kill('SIGTERM');
+      await g.gw.exited;
+    }
+    // An nginx that requires a client certificate signed by the test CA.
+    const mtls = await startNginx({ upstreamPort: api.port, certs, clientCa: certs.ca });
+    const m = await startGateway({
+      backend: { tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey }, auth: oauth({ tokenUrl: `${mtls.url}/oauth/token` }) },
+      routes: { cust: custRoute(mtls.url) },
+    }, { dir, env: { CREDENTIALS_DIRECTORY: dir } });
+    const c2 = await WireClient.connect(m.port);
+    try {
+      await c2.open();
+      assertAnswered(await burst(c2, { first: 10, n: 50, clidOf }));
+    } finally {
+      c2.close();
+      m.gw.kill('SIGTERM');
+      await m.gw.exited;
+      await mtls.close();
+    }
+  });
+
   it('through a forward proxy (backend.proxy, a real tinyproxy): answered, over CONNECT tunnels', async () => {
     const proxy = await startTinyproxy();
     const g = await startGateway(configWith({ proxy: proxy.url }), { dir, env: { CREDENTIALS_DIRECTORY: dir } });

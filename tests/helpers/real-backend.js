@@ -125,7 +125,7 @@ async function startCustomerApi({ tokenLifetimeS = 5 } = {}) {
  * without a Keep-Alive header (as nginx does unless told otherwise).
  */
 async function startNginx({
-  upstreamPort, certs, keepaliveTimeout = '2s', keepaliveRequests = 100, tls = true,
+  upstreamPort, certs, keepaliveTimeout = '2s', keepaliveRequests = 100, tls = true, clientCa = null,
 }) {
   const dir = tmpDir('ged145-nginx-');
   const port = await freePort();
@@ -148,6 +148,7 @@ http {
     listen 127.0.0.1:${port}${tls ? ' ssl' : ''};
     server_name localhost;
     ${tls ? `ssl_certificate ${certs.serverCert};\n    ssl_certificate_key ${certs.serverKey};` : ''}
+    ${clientCa ? `ssl_client_certificate ${clientCa};\n    ssl_verify_client on;` : ''}
     keepalive_timeout ${keepaliveTimeout};
     keepalive_requests ${keepaliveRequests};
     location / {
