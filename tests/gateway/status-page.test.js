@@ -110,6 +110,31 @@ describe('the status page on the admin port', function () {
     }
   });
 
+  it('subtypes that are names of Object\'s own (constructor, __proto__, toString) never break the page', async () => {
+    const s = await stack();
+    try {
+      const [c] = s.routers;
+      // A second of ordinary queries first: the seconds without these subtypes are what broke the page.
+      await s.queries(5, 800);
+      await new Promise((r) => setTimeout(r, 1100));
+      const names = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'];
+      names.forEach((subtype, i) => c.query(900 + i, { subtype, clid: '5551000001' }));
+      await c.waitFor((m) => m.invokeId === 900 + names.length - 1, 5000);
+      const page = await browser.newPage();
+      const problems = [];
+      page.on('pageerror', (e) => problems.push(e.message));
+      page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+      await page.goto(`http://127.0.0.1:${s.adminPort}/`);
+      await page.waitForFunction(() => Number(document.body.dataset.updates || 0) >= 2, null, { timeout: 10_000 });
+      const outcomes = await page.textContent('#outcomes');
+      for (const n of names) assert.ok(outcomes.includes(`subtype ${n}`), `${n} has its row: ${outcomes}`);
+      assert.deepEqual(problems, []);
+      await page.close();
+    } finally {
+      await s.stop();
+    }
+  });
+
   it('--workers 2: the primary adds its workers up; the page shows every process', async () => {
     const s = await stack(['--workers', '2']);
     try {

@@ -193,7 +193,8 @@
     // Outcomes and subtypes, each with its own p50 / p99
     const subtypes = sum(seconds.map((s) => s.subtypes));
     const latencyOf = (key, name) => {
-      const b = addBuckets(seconds.map((s) => (s[key] && s[key][name]) || st.history.bounds.map(() => 0)));
+      // Own keys only: a subtype named "constructor" or "toString" is router text, not Object's.
+      const b = addBuckets(seconds.map((s) => (s[key] && Object.hasOwn(s[key], name) ? s[key][name] : st.history.bounds.map(() => 0))));
       return num(`${fmt(percentile(b, st.history.bounds, 0.5))} / ${fmt(percentile(b, st.history.bounds, 0.99))}`);
     };
     replace($('outcomes'), row(['outcome or subtype', 'queries', 'share', 'p50 / p99 ms'], true),
