@@ -274,12 +274,18 @@ function createListener(config, gateway) {
     // A half-sent ClientHello may hold a connection no longer than a missing OPEN_REQ would.
     handshakeTimeout: config.limits.openTimeoutMs,
   }, (socket) => gateway.onConnection(socket));
-  server.on('connection', (socket) => gateway.admitConnection(socket));
+  server.on('connection', (socket) => {
+    // Kept now: once a handshake times out, its TLS socket no longer knows its peer's address.
+    socket.peerAddress = `${socket.remoteAddress}:${socket.remotePort}`;
+    gateway.admitConnection(socket);
+  });
   server.on('tlsClientError', (err, socket) => {
     if (socket) socket.destroy(); // with a listener here, Node leaves a failed handshake's socket open
-    if (socket && (socket.refused || (socket._parent && socket._parent.refused))) return; // the allowlist said no
+    const raw = socket && socket._parent ? socket._parent : socket;
+    if (socket && (socket.refused || (raw && raw.refused))) return; // the allowlist said no
     gateway.metrics.connectionsRefused.inc({ reason: 'tls' });
-    gateway.log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer: socket && `${socket.remoteAddress}:${socket.remotePort}` });
+    const peer = (raw && raw.peerAddress) || (socket && socket.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : 'unknown');
+    gateway.log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer });
   });
   return server;
 }

@@ -368,6 +368,26 @@ describe('hardening: router side', function () {
       }
     });
 
+    it('a handshake that times out is logged with its peer address', async () => {
+      const stack = await startStack({ gateway: { 'tls.cert': certs.serverCert, 'tls.key': certs.serverKey, 'limits.openTimeoutMs': 200 } });
+      try {
+        const peers = [];
+        for (let i = 0; i < 3; i++) {
+          const s = net.connect(stack.port, '127.0.0.1');
+          s.on('error', () => {});
+          await once(s, 'connect');
+          peers.push(`127.0.0.1:${s.localPort}`);
+          s.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01])); // a ClientHello that stalls
+          await new Promise((r) => s.on('close', r));
+        }
+        await wait(100);
+        const lines = stack.log.lines.filter((l) => /TLS handshake failed/.test(l.message));
+        assert.deepEqual(lines.map((l) => l.peer), peers, JSON.stringify(lines));
+      } finally {
+        await stack.stop();
+      }
+    });
+
     it('a connection refused by the allowlist is not also logged as a failed handshake', async () => {
       const stack = await startStack({ gateway: { 'tls.cert': certs.serverCert, 'tls.key': certs.serverKey, allowlist: ['10.9.9.9'] } });
       try {
