@@ -36,7 +36,11 @@ class QueryResolver {
       log, metrics, instead: insteadText(Boolean(first), Boolean(fallback)), previous: previous === null ? null : previous.backend,
     });
     if (!first) this.cache = null;
-    else this.cache = cache || new AnswerCache(first, { log, metrics, maxBody: config.limits.maxMessageLength });
+    else {
+      this.cache = cache || new AnswerCache(first, {
+        log, metrics, maxBody: config.limits.maxMessageLength, redact: config.log.redact,
+      });
+    }
     if (metrics) metrics.cacheSize = () => (this.cache === null ? null : this.cache.toJSON());
   }
 

@@ -13,6 +13,7 @@
 // an answer object and a storedAt not in the future) before it is used; a bad one is deleted
 // there, logged, and the query goes to the backend, whose answer takes its place.
 
+const crypto = require('node:crypto');
 const { LRUCache } = require('lru-cache');
 const { LogThrottle } = require('../../lib/log-throttle');
 const { fillAnswer } = require('../answer/fit');
@@ -78,8 +79,12 @@ class AnswerCache {
    * settings: {maxEntries, maxBytes, store}; ttl and staleness are per lookup (a route may have
    * its own). maxBody: limits.maxMessageLength, the frame an answer is fitted to.
    */
-  constructor(settings, { log, metrics, maxBody } = {}) {
+  /** redact: log.redact, under which a key (it holds the caller's CLID) is logged only as a hash. */
+  constructor(settings, {
+    log, metrics, maxBody, redact = false,
+  } = {}) {
     this.log = log;
+    this.redact = redact;
     this.metrics = metrics;
     this.throttle = new LogThrottle();
     this.maxBytes = settings.maxBytes;
@@ -189,7 +194,7 @@ class AnswerCache {
     const n = this.throttle.hit('redis-bad-value');
     if (n && this.log) {
       this.log.warn('cache store (Redis) held a value that is no cached answer; ignored and deleted, the query goes to the backend', {
-        key: KEY_PREFIX + key, count: n,
+        key: this.redact ? `${KEY_PREFIX}sha256:${crypto.createHash('sha256').update(key).digest('hex').slice(0, 16)}` : KEY_PREFIX + key, count: n,
       });
     }
     this.redis.del(KEY_PREFIX + key).catch(() => {});

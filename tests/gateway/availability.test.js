@@ -254,6 +254,48 @@ describe('availability', function () {
     });
   });
 
+  describe('shared store, caller data', () => {
+    it('under log.redact a Redis key is logged as a hash, never with the caller\'s CLID', async () => {
+      const redis = await startRedis();
+      cleanup.push(() => redis.stop());
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, { cache: { store: redis.url }, 'log.redact': true });
+      const until = Date.now() + 5000;
+      while (!stack.gateway.resolver.cache.redisUp && Date.now() < until) await wait(20);
+      const Redis = require('ioredis');
+      const r = new Redis(redis.url, { maxRetriesPerRequest: 0 });
+      cleanup.push(() => r.disconnect());
+      await r.set(`ged145:answer:${JSON.stringify(['s', '5559876543'])}`, 'not json');
+      assert.equal((await c.ask({ subtype: 's', clid: '5559876543' })).type, 'QUERY_RESP');
+      const line = stack.log.lines.find((l) => /held a value that is no cached answer/.test(l.message));
+      assert.ok(line);
+      assert.match(line.key, /^ged145:answer:sha256:[0-9a-f]{16}$/);
+      assert.ok(!JSON.stringify(stack.log.lines).includes('5559876543'), 'the CLID is in no log line');
+    });
+  });
+
+  describe('shared store, backend down', () => {
+    it('two gateways on one redis-server: with the backend down, side B answers stale from the entry side A stored a second earlier', async () => {
+      const redis = await startRedis();
+      cleanup.push(() => redis.stop());
+      const b = await switchable();
+      cleanup.push(() => b.close());
+      const cache = { ttlMs: 200, staleIfErrorMs: 60_000, store: redis.url };
+      const a = await stackWith(b.url, { cache });
+      const sideB = await stackWith(b.url, { cache });
+      const until = Date.now() + 5000;
+      while (!(a.stack.gateway.resolver.cache.redisUp && sideB.stack.gateway.resolver.cache.redisUp) && Date.now() < until) await wait(20);
+      const fromA = await a.c.ask({ subtype: 'cust', clid: '5559001' });
+      assert.equal(fromA.type, 'QUERY_RESP');
+      await wait(1000);
+      b.mode = '500';
+      const fromB = await sideB.c.ask({ subtype: 'cust', clid: '5559001' });
+      assert.deepEqual([fromB.type, fromB.vars], ['QUERY_RESP', fromA.vars], 'answered stale from side A\'s entry');
+      assert.deepEqual(sideB.stack.log.lines.filter((l) => /no cached answer/.test(l.message)), []);
+    });
+  });
+
   describe('circuit breaker', () => {
     it('opens on a failure ratio (answers at once), probes after halfOpenAfterMs, closes when the backend answers', async () => {
       const b = await switchable();
