@@ -11,16 +11,12 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { STATUS } = require('../../lib/protocol');
 const { WireClient, exactlyOnce } = require('../helpers/wire');
-const { makeCerts } = require('../helpers/certs');
-const { tmpDir } = require('../helpers/tmp');
 const {
-  startCustomerApi, startNginx, startTinyproxy, startGateway, burst, realPartsMissing, opensslVerifies, CLIENT_SECRET, KNOWN,
+  startRealApi, startNginx, startTinyproxy, startGateway, burst, opensslVerifies, clidOf, CLIENT_SECRET, KNOWN,
 } = require('../helpers/real-backend');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Every 5th caller is unknown to the API (a 404). */
-const clidOf = (id) => (id % 5 === 0 ? `5559${String(id).padStart(6, '0')}` : `555100${String(id % 10_000).padStart(4, '0')}`);
 
 /** The route of the issue: GET /customers?phone=..., a nested answer mapped to VAR and ECC tags. */
 const custRoute = (base) => ({
@@ -48,24 +44,20 @@ function assertAnswered(records) {
 
 describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward proxy', function () {
   this.timeout(90_000);
+  let real;
   let certs;
   let api;
   let nginx;
   let dir;
   before(async () => {
-    const missing = realPartsMissing();
-    if (missing !== null) throw new Error(`these tests need ${missing.join(', ')}: apt-get install nginx-light tinyproxy openssl (.ci/run does)`);
-    certs = makeCerts();
-    dir = tmpDir('ged145-real-');
-    fs.writeFileSync(path.join(dir, 'crm-client-secret'), `${CLIENT_SECRET}\n`);
-    api = await startCustomerApi({ tokenLifetimeS: 3 });
-    nginx = await startNginx({ upstreamPort: api.port, certs, keepaliveTimeout: '2s', keepaliveRequests: 100 });
+    real = await startRealApi({ tokenLifetimeS: 3 });
+    ({
+      certs, api, nginx, dir,
+    } = real);
     assert.ok(opensslVerifies(nginx.port, certs.ca), 'nginx serves the chain of the test CA');
   });
   after(async () => {
-    if (nginx) await nginx.close();
-    if (api) await api.close();
-    if (certs) certs.cleanup();
+    if (real) await real.close();
   });
 
   const oauth = (extra = {}) => ({
@@ -104,8 +96,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
       assert.match(metrics.text, /ged145_backend_token_requests_total\{result="ok"\} [1-9]/);
     } finally {
       client.close();
-      g.gw.kill('SIGTERM');
-      await g.gw.exited;
+      await g.stop();
     }
   });
 
@@ -128,8 +119,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
       assert.match((await g.admin('/metrics')).text, /ged145_backend_failures_total\{reason="auth_failed"\} [1-9]/);
     } finally {
       client.close();
-      g.gw.kill('SIGTERM');
-      await g.gw.exited;
+      await g.stop();
     }
   });
 
@@ -152,8 +142,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
       assert.match((await g.admin('/metrics')).text, /ged145_backend_failures_total\{reason="tls_error"\} 40/);
     } finally {
       client.close();
-      g.gw.kill('SIGTERM');
-      await g.gw.exited;
+      await g.stop();
     }
   });
 
@@ -169,8 +158,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
       assert.match((await g.admin('/status')).json().backend.origins[nginx.url].lastError, /^tls_error: ERR_TLS_CERT_ALTNAME_INVALID: /);
     } finally {
       client.close();
-      g.gw.kill('SIGTERM');
-      await g.gw.exited;
+      await g.stop();
     }
     // An nginx that requires a client certificate signed by the test CA.
     const mtls = await startNginx({ upstreamPort: api.port, certs, clientCa: certs.ca });
@@ -184,8 +172,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
       assertAnswered(await burst(c2, { first: 10, n: 50, clidOf }));
     } finally {
       c2.close();
-      m.gw.kill('SIGTERM');
-      await m.gw.exited;
+      await m.stop();
       await mtls.close();
     }
   });
@@ -201,8 +188,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
       assert.ok(proxy.connects() >= 2, `the token endpoint and the API were reached through the proxy (${proxy.connects()} tunnels)`);
     } finally {
       client.close();
-      g.gw.kill('SIGTERM');
-      await g.gw.exited;
+      await g.stop();
       await proxy.close();
     }
   });
@@ -220,8 +206,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
           assert.equal(proxy.connects() > tunnels, through, `NO_PROXY=${noProxy}`);
         } finally {
           client.close();
-          g.gw.kill('SIGTERM');
-          await g.gw.exited;
+          await g.stop();
         }
       }
     } finally {
@@ -241,8 +226,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
       assert.match((await g.admin('/metrics')).text, /ged145_backend_auth_retries_total [1-9]/);
     } finally {
       client.close();
-      g.gw.kill('SIGTERM');
-      await g.gw.exited;
+      await g.stop();
     }
   });
 
@@ -270,8 +254,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
     } finally {
       api.refuseClient(false);
       client.close();
-      g.gw.kill('SIGTERM');
-      await g.gw.exited;
+      await g.stop();
     }
   });
 
@@ -315,8 +298,7 @@ module.exports = async (query, ctx) => {
       assert.ok(after.filter((r) => r.reply.type === 'QUERY_RESP').every((r) => r.reply.vars[3] === 'v2'), 'the edited handler answers');
     } finally {
       client.close();
-      g.gw.kill('SIGTERM');
-      await g.gw.exited;
+      await g.stop();
     }
   });
 });

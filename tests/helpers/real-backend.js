@@ -250,9 +250,46 @@ async function startGateway(config, { dir, env = {}, args = [] }) {
     return { status: res.status, text, json: () => JSON.parse(text) };
   };
   return {
-    gw, port: Number(port), adminPort, file, admin,
+    gw,
+    port: Number(port),
+    adminPort,
+    file,
+    admin,
+    async stop() {
+      gw.kill('SIGTERM');
+      await gw.exited;
+    },
   };
 }
+
+/**
+ * The customer API as the tests meet it: a test CA and certificates, the client secret in a file
+ * of dir, the API, and nginx with TLS in front of it (keep-alive 2 s / 100 requests).
+ */
+async function startRealApi({ tokenLifetimeS }) {
+  const missing = realPartsMissing();
+  if (missing !== null) throw new Error(`these tests need ${missing.join(', ')}: apt-get install nginx-light tinyproxy openssl (.ci/run does)`);
+  const { makeCerts } = require('./certs');
+  const certs = makeCerts();
+  const dir = tmpDir('ged145-real-');
+  fs.writeFileSync(path.join(dir, 'crm-client-secret'), `${CLIENT_SECRET}\n`);
+  const api = await startCustomerApi({ tokenLifetimeS });
+  const nginx = await startNginx({ upstreamPort: api.port, certs, keepaliveTimeout: '2s', keepaliveRequests: 100 });
+  return {
+    certs,
+    dir,
+    api,
+    nginx,
+    async close() {
+      await nginx.close();
+      await api.close();
+      certs.cleanup();
+    },
+  };
+}
+
+/** Every 5th caller is unknown to the API (a 404); the others are known. */
+const clidOf = (id) => (id % 5 === 0 ? `5559${String(id).padStart(6, '0')}` : `555100${String(id % 10_000).padStart(4, '0')}`);
 
 /**
  * Sends n queries in one write (a burst) on a WireClient and waits for their replies; returns
@@ -279,6 +316,8 @@ async function burst(client, { first, n, subtype = 'cust', clidOf }) {
 }
 
 module.exports.startGateway = startGateway;
+module.exports.startRealApi = startRealApi;
+module.exports.clidOf = clidOf;
 module.exports.burst = burst;
 
 /**

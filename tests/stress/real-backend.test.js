@@ -7,20 +7,15 @@
 // closes idle connections after 500 ms, met by bursts every 450-550 ms.
 
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const path = require('node:path');
 const { STATUS } = require('../../lib/protocol');
 const { WireClient, exactlyOnce } = require('../helpers/wire');
-const { makeCerts } = require('../helpers/certs');
-const { tmpDir } = require('../helpers/tmp');
 const { startRestSim } = require('../../rest-sim/server');
 const { prng: createPrng } = require('../../lib/prng');
 const {
-  startCustomerApi, startNginx, startTinyproxy, startGateway, burst, rateRun, realPartsMissing, CLIENT_SECRET, KNOWN,
+  startRealApi, startNginx, startTinyproxy, startGateway, burst, rateRun, clidOf, KNOWN,
 } = require('../helpers/real-backend');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
-const clidOf = (id) => (id % 5 === 0 ? `5559${String(id).padStart(6, '0')}` : `555100${String(id % 10_000).padStart(4, '0')}`);
 
 /** Outcome counts of records, and the ones that were wrong: late, or not what the caller should get. */
 function tally(records) {
@@ -38,23 +33,19 @@ function tally(records) {
 
 describe('stress: a real backend over time', function () {
   this.timeout(300_000);
+  let real;
   let certs;
   let api;
   let nginx;
   let dir;
   before(async () => {
-    const missing = realPartsMissing();
-    if (missing !== null) throw new Error(`these tests need ${missing.join(', ')} (.ci/run installs them)`);
-    certs = makeCerts();
-    dir = tmpDir('ged145-real-');
-    fs.writeFileSync(path.join(dir, 'crm-client-secret'), `${CLIENT_SECRET}\n`);
-    api = await startCustomerApi({ tokenLifetimeS: 5 });
-    nginx = await startNginx({ upstreamPort: api.port, certs, keepaliveTimeout: '2s', keepaliveRequests: 100 });
+    real = await startRealApi({ tokenLifetimeS: 5 });
+    ({
+      certs, api, nginx, dir,
+    } = real);
   });
   after(async () => {
-    if (nginx) await nginx.close();
-    if (api) await api.close();
-    if (certs) certs.cleanup();
+    if (real) await real.close();
   });
 
   for (const via of ['direct', 'through tinyproxy']) {
@@ -107,8 +98,7 @@ describe('stress: a real backend over time', function () {
           + `${tokens} token requests, ${reconnects} reconnects${proxy ? `, ${proxy.connects()} tunnels` : ''}\n`);
       } finally {
         client.close();
-        g.gw.kill('SIGTERM');
-        await g.gw.exited;
+        await g.stop();
         if (proxy !== null) await proxy.close();
       }
     });
@@ -135,8 +125,7 @@ describe('stress: a real backend over time', function () {
       assert.equal(ok, 1000);
     } finally {
       client.close();
-      g.gw.kill('SIGTERM');
-      await g.gw.exited;
+      await g.stop();
       await front.close();
       await sim.close();
     }
