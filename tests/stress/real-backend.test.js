@@ -56,6 +56,10 @@ describe('stress: a real backend over time', function () {
           tls: { ca: certs.ca },
           auth: { type: 'oauth2', tokenUrl: `${nginx.url}/oauth/token`, clientId: 'ged145', clientSecretFile: 'crm-client-secret' },
           proxy: proxy === null ? null : proxy.url,
+          // Through a proxy every new connection is a CONNECT too: tinyproxy opened 64 of them
+          // after each idle gap in 150 ms of the 250 ms deadline on an idle machine, and on a busy
+          // one 57 and 79 of 2,365 queries met the deadline (docs/configuration.md, Real backends).
+          connections: proxy === null ? 64 : 16,
         },
         routes: {
           cust: {
@@ -85,7 +89,8 @@ describe('stress: a real backend over time', function () {
         assert.ok(ids.length >= 2000, `${ids.length} queries`);
         assert.deepEqual(exactlyOnce(client.messages.slice(1), ids), { missing: [], duplicated: [] });
         const t = tally(records);
-        assert.deepEqual({ late: t.late, wrong: t.wrong.slice(0, 5) }, { late: 0, wrong: [] }, JSON.stringify(t));
+        const why = JSON.stringify((await g.admin('/status')).json().backend.origins);
+        assert.deepEqual({ late: t.late, wrong: t.wrong.slice(0, 5) }, { late: 0, wrong: [] }, `${t.wrong.length} wrong; ${why}`);
         assert.equal(t.answered + t.unknown, ids.length);
         assert.equal(api.stats.expiredPresented - before.expiredPresented, 0, 'no expired token ever presented');
         const tokens = api.stats.tokenRequests - before.tokenRequests;
