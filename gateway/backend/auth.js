@@ -17,6 +17,7 @@ const TOKEN_TIMEOUT_MS = 5000;
 const REFRESH_AT = 0.75; // of the lifetime
 const MAX_MARGIN_MS = 1000;
 const RETRY_MS = [1000, 2000, 4000, 8000, 15_000, 30_000];
+const RENEW_EVERY_MS = 5000;
 
 /** A request that could not be given credentials: the token endpoint failed or refused us. */
 class AuthError extends Error {
@@ -46,7 +47,7 @@ class StaticCredentials {
     return this.value;
   }
 
-  /** After a 401: nothing to renew. */
+  /** After a 401: nothing to renew (refreshes is false, so this is never asked). */
   renew() {
     return false;
   }
@@ -85,6 +86,7 @@ class OAuth2Credentials {
     this.failures = 0;
     this.lastError = null;
     this.fetches = 0;
+    this.renewedAt = -Infinity; // the last token dropped after a 401
     this.closed = false;
     this.fetch().catch(() => {}); // at start: a failure is logged and tried again, never a refused start
   }
@@ -113,13 +115,18 @@ class OAuth2Credentials {
 
   /**
    * The API answered 401 to `used`: that token is no good (revoked, or expired early). It is
-   * dropped and a new one fetched; true when a retry with a new token makes sense.
+   * dropped and a new one fetched; true when a retry with the new token makes sense. A token
+   * fetched for a 401 that meets a 401 again says the API refuses this client, not the token:
+   * no other is fetched for RENEW_EVERY_MS, so an API that refuses every token costs the token
+   * endpoint one request per RENEW_EVERY_MS, not one per query.
    */
   renew(used) {
-    if (this.value === used) {
-      this.value = null;
-      this.usableUntil = 0;
-    }
+    if (this.value !== used) return true; // already replaced, or being replaced: retry with that one
+    const now = this.now();
+    if (now - this.renewedAt < RENEW_EVERY_MS) return false;
+    this.renewedAt = now;
+    this.value = null;
+    this.usableUntil = 0;
     if (this.inflight === null) this.fetch().catch(() => {});
     return true;
   }

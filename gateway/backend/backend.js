@@ -291,8 +291,8 @@ class Backend {
       }
       const { status } = res;
       if (this.metrics) this.metrics.observeBackend(STATUS_CLASSES[Math.floor(status / 100)] || 'other', (performance.now() - started) / 1000);
-      if (status === 401 && attempt === 0 && used !== null && credentials.refreshes && deadlineAt - performance.now() >= this.retry.minRemainingMs) {
-        credentials.renew(used);
+      if (status === 401 && attempt === 0 && used !== null && credentials.refreshes
+        && deadlineAt - performance.now() >= this.retry.minRemainingMs && credentials.renew(used)) {
         if (this.metrics) this.metrics.backendAuthRetries.inc();
         continue;
       }

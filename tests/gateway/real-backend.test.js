@@ -230,6 +230,30 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
     }
   });
 
+  it('an API that answers 401 to every token: unauthorized for the router, one new token, not one per query', async () => {
+    // The breaker off: with it, 401s count against the origin and its circuit stops the calls (and the token requests) by itself.
+    const g = await startGateway({ ...configWith(), breaker: false }, { dir, env: { CREDENTIALS_DIRECTORY: dir } });
+    const client = await WireClient.connect(g.port);
+    try {
+      await client.open();
+      assertAnswered(await burst(client, { first: 10, n: 20, clidOf }));
+      const before = api.stats.tokenRequests;
+      api.refuseTokens(true);
+      // Three bursts: the second and third present the token fetched after the first 401.
+      const records = [];
+      for (let i = 0; i < 3; i++) records.push(...await burst(client, { first: 100 + i * 100, n: 70, clidOf }));
+      assert.ok(records.every((r) => r.reply.type === 'FAILURE_CONF' && r.reply.status === STATUS.E_AG_HOST_ERROR1), 'never an unknown caller');
+      assert.ok(api.stats.tokenRequests - before <= 2, `token requests: ${api.stats.tokenRequests - before}`);
+      const { backend } = (await g.admin('/status')).json();
+      assert.equal(backend.origins[nginx.url].byReason.unauthorized, 210, JSON.stringify(backend.origins));
+      assert.match(g.gw.err, /refused the gateway's credentials \(HTTP 401\); check backend\.auth/);
+    } finally {
+      api.refuseTokens(false);
+      client.close();
+      await g.stop();
+    }
+  });
+
   it('a token endpoint that refuses the client: the start goes on, /ready says why, queries get a host error (auth_failed)', async () => {
     api.refuseClient(true);
     const g = await startGateway(configWith(), { dir, env: { CREDENTIALS_DIRECTORY: dir } });

@@ -55,6 +55,7 @@ async function startCustomerApi({ tokenLifetimeS = 5 } = {}) {
     tokenRequests: 0, tokenRefused: 0, lookups: 0, expiredPresented: 0, unknownToken: 0, noToken: 0,
   };
   let refuseClient = false;
+  let refuseTokens = false; // the API answers 401 to every token, valid or not
   const send = (res, status, body) => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
@@ -89,6 +90,10 @@ async function startCustomerApi({ tokenLifetimeS = 5 } = {}) {
           return;
         }
         const expiresAt = tokens.get(bearer[1]);
+        if (refuseTokens) {
+          send(res, 401, { error: 'insufficient_scope' });
+          return;
+        }
         if (expiresAt === undefined || Date.now() >= expiresAt) {
           if (expiresAt === undefined) stats.unknownToken++;
           else stats.expiredPresented++;
@@ -115,6 +120,7 @@ async function startCustomerApi({ tokenLifetimeS = 5 } = {}) {
     /** Every token issued so far is revoked: the API answers 401 to it. */
     revokeAll: () => tokens.clear(),
     refuseClient: (on = true) => { refuseClient = on; },
+    refuseTokens: (on = true) => { refuseTokens = on; },
     close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }),
   };
 }
