@@ -8,7 +8,9 @@
 // asAbortSignal(), made on demand and aborted with this one.
 
 class QuerySignal {
-  constructor() {
+  /** group: whose query it is (a session's id): the engine shares connections out fairly between groups. */
+  constructor(group) {
+    this.group = group;
     this.aborted = false;
     this.reason = undefined;
     this.listeners = null; // functions, or objects with handleEvent, as EventTarget takes them

@@ -152,7 +152,7 @@ class Backend {
     for (let i = 0; i < tries.length; i++) {
       const { origin, basePath } = tries[i];
       const request = {
-        origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal,
+        origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal, group: signal.group,
       };
       outcome = await this.breakers.run(origin, () => this.send(request, null, this.auth, deadlineAt));
       const last = i === tries.length - 1 || !this.retry.enabled;
@@ -177,7 +177,7 @@ class Backend {
     const body = route.sendBody ? JSON.stringify(queryJson(q)) : undefined;
     const origin = route.template.origin;
     const request = {
-      origin, path, method: route.method, headers, body, signal, idempotent: route.idempotent,
+      origin, path, method: route.method, headers, body, signal, idempotent: route.idempotent, group: signal.group,
     };
     const auth = this.routeAuth.get(route);
     if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, () => this.send(request, route, auth, deadlineAt));
@@ -192,7 +192,7 @@ class Backend {
   async callModule(route, q, signal, deadlineAt) {
     let moduleSignal = asAbortSignal(signal);
     if (route.timeoutMs < this.deadlineMs) moduleSignal = AbortSignal.any([moduleSignal, AbortSignal.timeout(route.timeoutMs)]);
-    const ctx = { signal: moduleSignal, request: this.requestFor(route, moduleSignal, deadlineAt) };
+    const ctx = { signal: moduleSignal, request: this.requestFor(route, moduleSignal, deadlineAt, signal.group) };
     try {
       const answer = await route.handle(queryJson(q), ctx);
       return ok(answer === null || typeof answer !== 'object' ? {} : answer);
@@ -219,7 +219,7 @@ class Backend {
    * {status, text, json()} for any HTTP answer; rejects with a BackendRequestError (its `reason`
    * one of outcome.js's) when there is none, which the handler may catch or let through.
    */
-  requestFor(route, signal, deadlineAt) {
+  requestFor(route, signal, deadlineAt, group) {
     const auth = this.routeAuth.get(route);
     return async (url, {
       method = 'GET', headers = {}, body, json,
@@ -234,6 +234,7 @@ class Backend {
         body: json === undefined ? body : JSON.stringify(json),
         signal,
         idempotent: route.idempotent,
+        group,
       };
       const outcome = await this.breakers.run(request.origin, async () => {
         const res = await this.exchange(request, auth, deadlineAt);

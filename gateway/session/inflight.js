@@ -17,7 +17,7 @@ const { QuerySignal } = require('../backend');
 /** One query in flight: when it is due, and the signal that aborts its backend call. */
 class PendingQuery {
   /** start: when the query's bytes arrived (performance.now() time); its deadline runs from then. */
-  constructor(query, start) {
+  constructor(query, start, group) {
     this.query = query;
     this.start = start;
     this.done = false;
@@ -25,7 +25,7 @@ class PendingQuery {
     this.abortReason = null; // then: the reason its backend request is aborted with
     this.deadlineMs = 0;
     this.deadlineAt = 0; // performance.now() time
-    this.signal = new QuerySignal();
+    this.signal = new QuerySignal(group);
     this.resolver = null; // the QueryResolver it started under (a reload does not change it midway)
     this.availability = undefined; // what that resolver keeps for an answer at the deadline (its stale answer, its fallback)
   }
@@ -43,8 +43,12 @@ class InFlight {
    * abortAll counts the queries it drops (queries_in_flight is read from `size` at scrape time);
    * now: the clock deadlines are read on (performance.now(); a test's own clock).
    */
-  constructor({ onDeadline, metrics, now = () => performance.now() }) {
+  /** group: what this session's queries' signals say they belong to (the session's id), for the backend's fair share. */
+  constructor({
+    onDeadline, metrics, now = () => performance.now(), group,
+  }) {
     this.onDeadline = onDeadline;
+    this.group = group;
     this.now = now;
     this.metrics = metrics;
     this.queries = new Set(); // in arrival order
@@ -65,7 +69,7 @@ class InFlight {
    */
   add(query, deadlineMs, receivedAt) {
     const now = this.now();
-    const p = new PendingQuery(query, receivedAt === undefined || receivedAt > now ? now : receivedAt);
+    const p = new PendingQuery(query, receivedAt === undefined || receivedAt > now ? now : receivedAt, this.group);
     p.deadlineMs = deadlineMs;
     p.deadlineAt = p.start + deadlineMs;
     if (p.deadlineAt < this.lastDeadlineAt) this.ordered = false;

@@ -76,7 +76,8 @@ class Session {
     this.version = undefined;
     this.encrypted = false;
     this.idleTimeoutMs = 0;
-    this.inflight = new InFlight({ onDeadline: (p, lateMs) => this.expire(p, lateMs), metrics: this.metrics });
+    // group: the backend shares its connections out between sessions by it (engines/undici.js, Origin).
+    this.inflight = new InFlight({ onDeadline: (p, lateMs) => this.expire(p, lateMs), metrics: this.metrics, group: this.id });
     this.profile = gateway.profile; // the wire numbering (config `protocol`), and its serializer
     this.serialize = gateway.serialize;
     this.reply = new Replies(this, this.limits.maxMessageLength);

@@ -60,8 +60,9 @@ class Engine {
     return new Origin(new Pool(proxy.origin, this.options), { origin, host: new URL(origin).host, auth });
   }
 
+  /** group: whose request it is (a router session); waiting requests are sent round robin between groups (Origin). */
   request({
-    origin, path, method, headers, body, signal, idempotent = true,
+    origin, path, method, headers, body, signal, idempotent = true, group,
   }) {
     return new Promise((resolve, reject) => {
       let o;
@@ -75,6 +76,7 @@ class Engine {
         path, method, headers, body,
       } : o.absolute.opts(path, method, headers, body);
       const handler = new Collect(signal, resolve, reject, opts, idempotent ? o : null, this.onReconnect);
+      handler.group = group;
       if (signal && signal.aborted) {
         handler.onResponseError(null, signal.reason);
         return;
@@ -117,33 +119,67 @@ class AbsoluteForm {
   }
 }
 
-/** One origin's pool and the requests waiting for one of its connections, oldest first. */
+/**
+ * One origin's pool and the requests waiting for one of its connections. They wait in one queue
+ * per group (a router session), and a connection that frees up takes the oldest request of the
+ * next group in turn: one session's burst of thousands cannot make another session's queries
+ * wait behind it (issue 34: side B's 100 queries/s kept their latency while side A sent bursts of
+ * 3,000 to a 50 ms backend; docs/reliability.md).
+ */
 class Origin {
   constructor(pool, absolute) {
     this.pool = pool;
     this.absolute = absolute === null ? null : new AbsoluteForm(absolute);
     this.full = false; // pool.dispatch said every connection is taken; 'drain' says one is free
-    this.waiting = [];
-    this.head = 0;
+    this.queues = new Map(); // group -> {items, head}: its waiting requests, oldest first
+    this.turns = []; // the groups with requests waiting, in turn
+    this.turn = 0;
+    this.waiting = 0;
     pool.on('drain', () => this.drain());
   }
 
   dispatch(handler) {
-    if (this.full) this.waiting.push(handler);
+    if (this.full || this.waiting > 0) this.enqueue(handler);
     else this.full = !this.pool.dispatch(handler.opts, handler);
+  }
+
+  enqueue(handler) {
+    let q = this.queues.get(handler.group);
+    if (q === undefined) {
+      q = { items: [], head: 0 };
+      this.queues.set(handler.group, q);
+      this.turns.push(handler.group);
+    }
+    q.items.push(handler);
+    this.waiting++;
+  }
+
+  /** The next waiting request, round robin between groups; null when none waits. */
+  next() {
+    while (this.turns.length > 0) {
+      if (this.turn >= this.turns.length) this.turn = 0;
+      const group = this.turns[this.turn];
+      const q = this.queues.get(group);
+      const handler = q.items[q.head];
+      q.items[q.head++] = undefined;
+      this.waiting--;
+      if (q.head === q.items.length) {
+        this.queues.delete(group);
+        this.turns.splice(this.turn, 1); // the next group now stands at this.turn
+      } else {
+        this.turn++;
+      }
+      if (!handler.settled) return handler; // one aborted while it waited is dropped here
+    }
+    return null;
   }
 
   drain() {
     this.full = false;
-    const { waiting } = this;
-    while (!this.full && this.head < waiting.length) {
-      const handler = waiting[this.head];
-      waiting[this.head++] = undefined;
-      if (!handler.settled) this.full = !this.pool.dispatch(handler.opts, handler);
-    }
-    if (this.head === waiting.length) {
-      waiting.length = 0;
-      this.head = 0;
+    while (!this.full) {
+      const handler = this.next();
+      if (handler === null) return;
+      this.full = !this.pool.dispatch(handler.opts, handler);
     }
   }
 }
@@ -167,6 +203,7 @@ class Collect {
     this.status = 0;
     this.chunks = [];
     this.settled = false;
+    this.group = undefined; // whose request it is (Origin's fair share), set by the engine
     if (signal) signal.addEventListener('abort', this);
   }
 
