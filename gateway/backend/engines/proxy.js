@@ -52,6 +52,7 @@ function tunnelConnector(proxyUrl, tlsOptions) {
       headers: { host: `${opts.hostname}:${port}`, ...(auth ? { 'proxy-authorization': auth } : {}) },
       setHost: false,
       agent: false,
+      lookup: tlsOptions.lookup, // the proxy's name, with the engine's time limit and cache
       timeout: opts.timeout || 10_000,
     });
     let done = false;

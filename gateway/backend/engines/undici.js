@@ -6,6 +6,7 @@
 const { performance } = require('node:perf_hooks');
 const { Pool } = require('undici');
 const { proxyFor, tunnelConnector, proxyAuthorization } = require('./proxy');
+const { HostNames } = require('./dns');
 const { reasonOf, EngineError } = require('./errors');
 
 /**
@@ -37,6 +38,7 @@ class Engine {
     this.tls = tls;
     this.proxy = proxy;
     this.onReconnect = onReconnect;
+    this.names = new HostNames(); // DNS with a time limit and a cache (dns.js)
     this.origins = new Map();
   }
 
@@ -52,12 +54,13 @@ class Engine {
   /** The pool for an origin: direct, through a CONNECT tunnel (https), or to the proxy in absolute form (http). */
   makeOrigin(origin) {
     const via = proxyFor(this.proxy, origin);
-    const tlsOptions = this.tls === null ? {} : this.tls;
-    if (via === null) return new Origin(new Pool(origin, this.tls === null ? this.options : { ...this.options, connect: tlsOptions }), null);
-    if (origin.startsWith('https:')) return new Origin(new Pool(origin, { ...this.options, connect: tunnelConnector(via, tlsOptions) }), null);
+    const { lookup } = this.names;
+    const connect = this.tls === null ? { lookup } : { ...this.tls, lookup };
+    if (via === null) return new Origin(new Pool(origin, { ...this.options, connect }), null);
+    if (origin.startsWith('https:')) return new Origin(new Pool(origin, { ...this.options, connect: tunnelConnector(via, connect) }), null);
     const proxy = new URL(via);
     const auth = proxyAuthorization(proxy);
-    return new Origin(new Pool(proxy.origin, this.options), { origin, host: new URL(origin).host, auth });
+    return new Origin(new Pool(proxy.origin, { ...this.options, connect: { lookup } }), { origin, host: new URL(origin).host, auth });
   }
 
   /** group: whose request it is (a router session); waiting requests are sent round robin between groups (Origin). */
