@@ -26,4 +26,4 @@ function hideCallerData(text, q) {
   return out.replace(DIGITS, HIDDEN);
 }
 
-module.exports = { hideCallerData, HIDDEN };
+module.exports = { hideCallerData };

@@ -257,6 +257,4 @@ function createCredentials(spec, deps) {
   return spec.type === 'oauth2' ? new OAuth2Credentials(spec, deps) : new StaticCredentials(spec);
 }
 
-module.exports = {
-  createCredentials, OAuth2Credentials, StaticCredentials, AuthError,
-};
+module.exports = { createCredentials };

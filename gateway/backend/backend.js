@@ -481,4 +481,4 @@ function lowerKeys(obj) {
   return out;
 }
 
-module.exports = { Backend, BackendRequestError };
+module.exports = { Backend };

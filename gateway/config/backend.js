@@ -19,6 +19,9 @@ const MAX_PEM_BYTES = 1024 * 1024;
 const MAX_SECRET_BYTES = 64 * 1024;
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
+/** A URL with a user or password in it: refused, since it would be shown in logs, /health and metrics. */
+const hasCredentials = (url) => typeof url === 'string' && /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url);
+
 /** A file's bytes, or a ConfigError with the file reader's words (missing, not a file, too big). */
 function readFile(file, what, maxBytes) {
   try {
@@ -195,7 +198,7 @@ function compileAuth(settings, where, ctx) {
     if (typeof settings[key] !== 'string' || settings[key] === '') throw new ConfigError(`${where}.${key} is required for type ${type}`);
   }
   if (type === 'oauth2' && !/^https?:\/\/[^/?#]+/.test(settings.tokenUrl)) throw new ConfigError(`${where}.tokenUrl must be an http:// or https:// URL`);
-  if (type === 'oauth2' && /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(settings.tokenUrl)) {
+  if (type === 'oauth2' && hasCredentials(settings.tokenUrl)) {
     throw new ConfigError(`${where}.tokenUrl must not carry a user or password`);
   }
   const secret = readSecret(settings, SECRET[type], where, ctx);
@@ -224,5 +227,5 @@ function compileProxy(setting, env) {
 }
 
 module.exports = {
-  compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, expandEnv, AuthSpec,
+  compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, hasCredentials,
 };

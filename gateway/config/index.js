@@ -12,7 +12,7 @@ const { checkLogFile } = require('../../lib/logger');
 const { compileRoute } = require('./routes');
 const { compileAllowlist } = require('./allowlist');
 const {
-  compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders,
+  compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, hasCredentials,
 } = require('./backend');
 const { isObject } = require('../../lib/objects');
 const {
@@ -65,10 +65,8 @@ function merge(base, over) {
 const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;
 const isBindAddress = (h) => typeof h === 'string' && (net.isIP(h) !== 0 || HOST_NAME.test(h));
 
-/** A URL with a user or password in it: refused, since it would be shown in logs, /health and metrics. */
-const hasCredentials = (url) => typeof url === 'string' && /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url);
 const CREDENTIALS = 'must not carry a user or password (they would be shown in logs, /health and /metrics): '
-  + 'send them as a header instead, e.g. "backend": {"headers": {"authorization": "Basic ..."}}';
+  + 'give them to backend.auth ({"type": "basic", ...}), or send them as a header, e.g. "backend": {"headers": {"authorization": "Basic ..."}}';
 
 function setPath(obj, dotted, value) {
   const keys = dotted.split('.');

@@ -96,4 +96,4 @@ class HostNames {
   }
 }
 
-module.exports = { HostNames, LOOKUP_TIMEOUT_MS };
+module.exports = { HostNames };

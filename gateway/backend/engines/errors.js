@@ -71,4 +71,4 @@ class EngineError extends Error {
   }
 }
 
-module.exports = { reasonOf, EngineError, isTlsCode };
+module.exports = { reasonOf, EngineError };
