@@ -40,8 +40,8 @@ function blames(err, budgetMs) {
   }
 }
 
-/** A request that surely never reached the backend (the connection was never made): safe to send again. */
-const NOT_SENT = new Set([REASON.UNREACHABLE]);
+/** A request that surely never reached the backend (no connection, or its circuit refused it): safe to send again. */
+const NOT_SENT = new Set([REASON.UNREACHABLE, REASON.CIRCUIT_OPEN]);
 
 class Backend {
   /** log and metrics are optional (the warm-up runs without them). */
@@ -74,10 +74,17 @@ class Backend {
     this.baseHeaders = { ...JSON_HEADERS, ...runtime.headers };
     const availability = config.availability || { breaker: { enabled: false }, retry: { enabled: false, minRemainingMs: 0 } };
     this.retry = availability.retry;
-    // A route that calls its own origin may give that origin's breaker its own thresholds.
-    const byOrigin = new Map();
-    for (const route of this.routes.values()) if (route.kind === 'http') byOrigin.set(route.template.origin, route.breaker);
-    this.breakers = new Breakers(availability.breaker, { log, metrics, settingsFor: (origin) => byOrigin.get(origin) || availability.breaker });
+    // One circuit per route per origin; a route's breaker settings are its own (null: off for it).
+    const routes = this.routes;
+    this.breakers = new Breakers(availability.breaker, {
+      log,
+      metrics,
+      settingsFor: (subtype) => {
+        const route = subtype === undefined ? undefined : routes.get(subtype);
+        return route === undefined || route.breaker === undefined ? availability.breaker : route.breaker;
+      },
+      known: (subtype) => routes.has(subtype),
+    });
     // Credentials: one per distinct backend.auth / routes.<subtype>.auth, shared by the routes that name the same.
     this.credentials = new Map();
     const taken = previous === null ? new Map() : previous.credentials;
@@ -145,8 +152,8 @@ class Backend {
     const body = JSON.stringify(queryJson(q));
     const suffix = q.subtype === undefined ? '/query' : `/query/${encodeSegment('subtype', q.subtype)}`;
     const order = this.candidates();
-    // Origins whose circuit is open are skipped; if all are open, the first one's breaker answers at once.
-    const tries = order.length === 1 ? order : order.filter((t) => !this.breakers.isOpen(t.origin));
+    // Origins whose circuit is open for this subtype are skipped; if all are, the first is sent anyway.
+    const tries = order.length === 1 ? order : order.filter((t) => !this.breakers.isOpen(t.origin, q.subtype));
     if (tries.length === 0) tries.push(order[0]);
     let outcome;
     for (let i = 0; i < tries.length; i++) {
@@ -154,8 +161,8 @@ class Backend {
       const request = {
         origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal, group: signal.group,
       };
-      outcome = await this.breakers.run(origin, () => this.send(request, null, this.auth, deadlineAt));
       const last = i === tries.length - 1 || !this.retry.enabled;
+      outcome = await this.breakers.run(origin, q.subtype, () => this.send(request, null, this.auth, deadlineAt), !last);
       if (last || !NOT_SENT.has(outcome.reason) || deadlineAt - performance.now() < this.retry.minRemainingMs) return outcome;
       if (this.metrics) this.metrics.backendRetries.inc();
       if (this.debugEnabled()) {
@@ -180,11 +187,11 @@ class Backend {
       origin, path, method: route.method, headers, body, signal, idempotent: route.idempotent, group: signal.group,
     };
     const auth = this.routeAuth.get(route);
-    if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, () => this.send(request, route, auth, deadlineAt));
+    if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, q.subtype, () => this.send(request, route, auth, deadlineAt));
     // routes.<subtype>.timeoutMs: this route gives up sooner than the query deadline.
     request.signal = AbortSignal.any([asAbortSignal(signal), AbortSignal.timeout(route.timeoutMs)]);
     request.timeoutMs = route.timeoutMs;
-    const outcome = await this.breakers.run(origin, () => this.send(request, route, auth, deadlineAt));
+    const outcome = await this.breakers.run(origin, q.subtype, () => this.send(request, route, auth, deadlineAt));
     if (outcome.reason === REASON.TIMEOUT) return hostError(REASON.TIMEOUT, `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
     return outcome;
   }
@@ -192,7 +199,7 @@ class Backend {
   async callModule(route, q, signal, deadlineAt) {
     let moduleSignal = asAbortSignal(signal);
     if (route.timeoutMs < this.deadlineMs) moduleSignal = AbortSignal.any([moduleSignal, AbortSignal.timeout(route.timeoutMs)]);
-    const ctx = { signal: moduleSignal, request: this.requestFor(route, moduleSignal, deadlineAt, signal.group) };
+    const ctx = { signal: moduleSignal, request: this.requestFor(route, q.subtype, moduleSignal, deadlineAt, signal.group) };
     try {
       const answer = await route.handle(queryJson(q), ctx);
       return ok(answer === null || typeof answer !== 'object' ? {} : answer);
@@ -219,7 +226,7 @@ class Backend {
    * {status, text, json()} for any HTTP answer; rejects with a BackendRequestError (its `reason`
    * one of outcome.js's) when there is none, which the handler may catch or let through.
    */
-  requestFor(route, signal, deadlineAt, group) {
+  requestFor(route, subtype, signal, deadlineAt, group) {
     const auth = this.routeAuth.get(route);
     return async (url, {
       method = 'GET', headers = {}, body, json,
@@ -236,7 +243,7 @@ class Backend {
         idempotent: route.idempotent,
         group,
       };
-      const outcome = await this.breakers.run(request.origin, async () => {
+      const outcome = await this.breakers.run(request.origin, subtype, async () => {
         const res = await this.exchange(request, auth, deadlineAt);
         if (res.kind !== undefined) return res;
         // A 5xx, 401 or 403 counts against the origin as it does for a route; the handler still gets the answer.

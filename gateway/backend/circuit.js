@@ -1,15 +1,17 @@
 'use strict';
 
-// The circuit of one backend origin: when to stop sending it queries, and when to try again.
+// The circuit of one route on one backend origin: when its calls may be refused, and when to try again.
 //
-// It opens on a failure *ratio*, over a sliding window, with a minimum volume: `failureRatio` of
-// at least `minimumCalls` calls that ended in the last `windowMs` (defaults 0.5, 20, 1 s). N failures
-// in a row would open it on 10 ms of traffic at 500 queries/s, so one short stall became seconds of
-// refused calls (docs/reliability.md, issue 24). The ratio needs the origin to fail more than it
-// answers for a good part of a second: a 0.4 s stall at 500 queries/s never gets there, a dead or
-// black-holed origin gets there in a fraction of a second.
+// It opens on a *ratio*, over a sliding window, with a minimum volume: of at least `minimumCalls`
+// calls that ended in the last `windowMs` (defaults 20, 1 s), `failureRatio` failed (0.5), or
+// `slowCallRatio` got no answer in time, failed or slow (1: every one). N failures in a row would
+// open it on 10 ms of traffic at 500 queries/s, so one short stall became seconds of refused calls
+// (docs/reliability.md, issue 24). A slow call (the deadline passed while the request was on the
+// wire) is not a failure: a backend that answers half its calls in time is alive, and refusing
+// its calls would answer fewer of them (issue 34). `openedOn` keeps which ratio opened it.
 //
-// Open, it refuses calls at once. After `halfOpenAfterMs` (500 ms) one call goes through as a probe,
+// Open, it says a call may be refused (allow() is REFUSED); breakers.js decides whether refusing
+// helps, and may send the call anyway (allow(true): LAST). After `halfOpenAfterMs` (500 ms) one call goes through as a probe,
 // whether or not other origins are taking the traffic (the resolver asks `isOpen`, which says no
 // once a probe is due). An answer closes the circuit and resets the backoff; a failure opens it
 // again for BACKOFF_FACTOR times longer, up to `maxHalfOpenAfterMs` (2 s: what refusing calls may
@@ -17,8 +19,10 @@
 // says nothing about the origin (the router went away, the request never left the gateway) is
 // neither: the next call probes again.
 //
-// Which outcomes are evidence is decided by the caller (breakers.js, `verdict`); this file is
-// only the policy, on a clock it is given (tests drive it with a fake one).
+// A call sent through an open circuit (LAST) that gets an answer closes it at once, as a probe's
+// would; its failure changes nothing. Which outcomes are evidence is decided by the caller
+// (breakers.js, `verdict`); this file is only the policy, on a clock it is given (tests drive it
+// with a fake one).
 
 const BUCKETS = 10;
 /** Each failed probe waits this many times longer than the last, up to maxHalfOpenAfterMs. */
@@ -28,18 +32,24 @@ const CLOSED = 'closed';
 const OPEN = 'open';
 const HALF_OPEN = 'half-open';
 
-/** What allow() hands out: a call in the closed state, a probe, or a refusal. */
+/** What allow() hands out: a call in the closed state, a probe, a call sent while open, or a refusal. */
 const CALL = 1;
 const PROBE = 2;
+const LAST = 3;
 const REFUSED = 0;
+
+/** What record() is told: the origin failed, answered too late, answered, or nothing either way. */
+const FAILED = true;
+const SLOW = 'slow';
 
 class Circuit {
   /**
-   * settings: {failureRatio, minimumCalls, windowMs, halfOpenAfterMs, maxHalfOpenAfterMs};
+   * settings: {failureRatio, slowCallRatio, minimumCalls, windowMs, halfOpenAfterMs, maxHalfOpenAfterMs};
    * now(): milliseconds on a monotonic clock; onChange(state, from): after every change.
    */
   constructor(settings, { now, onChange = () => {} }) {
     this.failureRatio = settings.failureRatio;
+    this.slowCallRatio = settings.slowCallRatio === undefined ? 1 : settings.slowCallRatio;
     this.minimumCalls = settings.minimumCalls;
     this.bucketMs = settings.windowMs / BUCKETS;
     this.baseDelayMs = settings.halfOpenAfterMs;
@@ -50,9 +60,11 @@ class Circuit {
     this.delayMs = this.baseDelayMs; // how long the current open spell lasts
     this.probeAt = 0; // while open: when the next probe may go
     this.probing = false; // while half-open: a probe is in flight
-    // The window: BUCKETS slots of bucketMs, each {index, calls, failures}; index = floor(t / bucketMs).
+    this.openedOn = null; // while not closed: 'failures' or 'slow', the ratio that opened it
+    // The window: BUCKETS slots of bucketMs, each {index, calls, failures, slow}; index = floor(t / bucketMs).
     this.calls = new Float64Array(BUCKETS);
     this.failures = new Float64Array(BUCKETS);
+    this.slow = new Float64Array(BUCKETS);
     this.indexes = new Float64Array(BUCKETS).fill(-1);
   }
 
@@ -63,53 +75,62 @@ class Circuit {
     return this.now() < this.probeAt;
   }
 
-  /** CALL, PROBE or REFUSED; a CALL or PROBE must be followed by one record(). */
-  allow() {
+  /**
+   * CALL, PROBE or REFUSED; anyway: LAST instead of REFUSED (the caller sends it regardless).
+   * Anything but REFUSED must be followed by one record().
+   */
+  allow(anyway = false) {
     if (this.state === CLOSED) return CALL;
-    if (this.state === HALF_OPEN ? this.probing : this.now() < this.probeAt) return REFUSED;
+    if (this.state === HALF_OPEN ? this.probing : this.now() < this.probeAt) return anyway ? LAST : REFUSED;
     this.probing = true;
     if (this.state === OPEN) this.change(HALF_OPEN);
     return PROBE;
   }
 
   /**
-   * The end of a call allow() let through. verdict: true (the origin failed), false (it
-   * answered), or null (no evidence either way).
+   * The end of a call allow() let through. verdict: FAILED (true: the origin failed), SLOW (no
+   * answer before the deadline), false (it answered), or null (no evidence either way).
    */
   record(ticket, verdict) {
+    if (ticket === LAST) {
+      if (verdict === false && this.state !== CLOSED) this.close();
+      return;
+    }
     if (ticket === PROBE) {
       if (this.state !== HALF_OPEN) return;
       this.probing = false; // no evidence either way: the next call probes
-      if (verdict === false) {
-        this.delayMs = this.baseDelayMs;
-        this.clearWindow();
-        this.change(CLOSED);
-      } else if (verdict === true) {
-        this.open(Math.min(this.maxDelayMs, this.delayMs * BACKOFF_FACTOR));
-      }
+      if (verdict === false) this.close();
+      else if (verdict !== null) this.open(Math.min(this.maxDelayMs, this.delayMs * BACKOFF_FACTOR), this.openedOn);
       return;
     }
     if (ticket !== CALL || verdict === null || this.state !== CLOSED) return;
     const t = this.now();
     const slot = this.slot(t);
     this.calls[slot]++;
-    if (verdict === true) {
-      this.failures[slot]++;
-      this.check(t);
-    }
+    if (verdict === false) return;
+    if (verdict === SLOW) this.slow[slot]++;
+    else this.failures[slot]++;
+    this.check(t);
   }
 
-  /** Opens when the window holds at least minimumCalls calls and failureRatio of them failed. */
+  /**
+   * Opens when the window holds at least minimumCalls calls, and failureRatio of them failed or
+   * slowCallRatio of them failed or were slow.
+   */
   check(t) {
     const oldest = Math.floor(t / this.bucketMs) - BUCKETS + 1;
     let calls = 0;
     let failures = 0;
+    let slow = 0;
     for (let i = 0; i < BUCKETS; i++) {
       if (this.indexes[i] < oldest) continue;
       calls += this.calls[i];
       failures += this.failures[i];
+      slow += this.slow[i];
     }
-    if (calls >= this.minimumCalls && failures >= this.failureRatio * calls) this.open(this.baseDelayMs);
+    if (calls < this.minimumCalls) return;
+    if (failures >= this.failureRatio * calls) this.open(this.baseDelayMs, 'failures');
+    else if (failures + slow >= this.slowCallRatio * calls) this.open(this.baseDelayMs, 'slow');
   }
 
   slot(t) {
@@ -119,6 +140,7 @@ class Circuit {
       this.indexes[slot] = index;
       this.calls[slot] = 0;
       this.failures[slot] = 0;
+      this.slow[slot] = 0;
     }
     return slot;
   }
@@ -128,10 +150,20 @@ class Circuit {
   }
 
   /** Refuses calls for ms, then lets one probe through. */
-  open(ms) {
+  open(ms, on) {
     this.delayMs = ms;
     this.probeAt = this.now() + ms;
+    this.openedOn = on;
     this.change(OPEN);
+  }
+
+  /** The origin answered: closed, the backoff and the window reset. */
+  close() {
+    this.probing = false;
+    this.delayMs = this.baseDelayMs;
+    this.openedOn = null;
+    this.clearWindow();
+    this.change(CLOSED);
   }
 
   change(state) {
@@ -141,4 +173,6 @@ class Circuit {
   }
 }
 
-module.exports = { Circuit, CALL, PROBE, REFUSED };
+module.exports = {
+  Circuit, CALL, PROBE, LAST, REFUSED, FAILED, SLOW,
+};

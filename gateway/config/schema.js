@@ -121,12 +121,15 @@ const DEFINITIONS = {
   },
   breaker: {
     type: ['object', 'null', 'boolean'],
-    description: 'a circuit breaker per backend origin; false or null = off',
+    description: 'a circuit breaker per route per backend origin; false or null = off',
     additionalProperties: false,
     properties: {
       enabled: bool(true),
       failureRatio: {
         type: 'number', exclusiveMinimum: 0, maximum: 1, default: 0.5, 'x-must': 'must be a number above 0 and at most 1',
+      },
+      slowCallRatio: {
+        type: 'number', exclusiveMinimum: 0, maximum: 1, default: 1, 'x-must': 'must be a number above 0 and at most 1',
       },
       minimumCalls: int(1, 100_000, 20),
       windowMs: int(100, 600_000, 1000),

@@ -297,28 +297,82 @@ describe('availability', function () {
   });
 
   describe('circuit breaker', () => {
-    it('opens on a failure ratio (answers at once), probes after halfOpenAfterMs, closes when the backend answers', async () => {
+    it('with one origin an open circuit still sends its calls: the first answer closes it, nothing is refused', async () => {
       const b = await switchable();
       cleanup.push(() => b.close());
       b.mode = 'hang';
-      // Three hanging queries end within one 1 s window: with minimumCalls 3 that is 100 % of 3.
-      const { stack, c } = await stackWith(b.url, { breaker: { minimumCalls: 3, halfOpenAfterMs: 400 } });
+      // Three hanging queries end within one 1 s window: with minimumCalls 3, 3 of 3 gave no answer in time.
+      const { stack, c } = await stackWith(b.url, { breaker: { minimumCalls: 3 } });
       for (let i = 0; i < 3; i++) assert.equal((await c.ask({ subtype: 's' })).status, STATUS.E_AG_HOST_ERROR1);
-      const fast = await c.ask({ subtype: 's' });
-      assert.equal(fast.status, STATUS.E_AG_HOST_ERROR1);
-      assert.ok(fast.tookMs < 100, `an open circuit answers at once (${fast.tookMs} ms)`);
-      assert.equal(b.requests.length, 3, 'nothing sent while open');
       let health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
       assert.equal(health.backend.circuits[b.url].state, 'open');
+      assert.deepEqual(health.backend.circuits[b.url].routes.map((r) => [r.route, r.state, r.openedOn]), [['s', 'open', 'slow']]);
       assert.match(await stack.gateway.metrics.text(), /^ged145_backend_circuit_state\{origin="http:\/\/127\.0\.0\.1:\d+"\} 2$/m);
       b.mode = 'ok';
-      await wait(450);
-      assert.equal((await c.ask({ subtype: 's' })).status, 0, 'the probe succeeds');
+      assert.equal((await c.ask({ subtype: 's' })).status, 0, 'sent although the circuit is open: no other origin could take it');
+      assert.equal(b.requests.length, 4);
       health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
-      assert.equal(health.backend.circuits[b.url].state, 'closed');
+      assert.equal(health.backend.circuits[b.url].state, 'closed', 'its answer closed the circuit');
       const changes = stack.log.lines.filter((l) => /backend circuit (open|half-open|closed)/.test(l.message));
-      assert.deepEqual(changes.map((l) => l.message.split(' ')[2]), ['open', 'half-open', 'closed']);
-      assert.deepEqual(changes.map((l) => l.level), ['warn', 'info', 'info'], 'good news is info');
+      assert.deepEqual(changes.map((l) => l.message.split(' ')[2]), ['open', 'closed']);
+      assert.match(changes[0].message, /^backend circuit open for http:\/\/127\.0\.0\.1:\d+ \(subtype s\): most of its recent queries got no answer in time \(last: deadline\)/);
+      assert.deepEqual(changes.map((l) => l.level), ['warn', 'info'], 'good news is info');
+    });
+
+    it('one failing subtype never costs another: each route has its own circuit on the origin', async () => {
+      // Half the traffic to a subtype the backend answers 500: before issue 34 the origin's one
+      // circuit opened and the healthy subtype got "circuit open" for most of its queries.
+      const b = await startTestBackend((req, res) => {
+        if (req.url.endsWith('/bad')) { res.statusCode = 500; res.end('down'); return; }
+        res.end('{"vars":{"1":"x"}}');
+      });
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, {});
+      const got = { good: 0, bad: 0 };
+      for (let i = 0; i < 60; i++) {
+        const subtype = i % 2 ? 'bad' : 'good';
+        if ((await c.ask({ subtype })).status === 0) got[subtype]++;
+      }
+      assert.deepEqual(got, { good: 30, bad: 0 });
+      const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+      const routes = Object.fromEntries(health.backend.circuits[b.url].routes.map((r) => [r.route, r.state]));
+      assert.deepEqual(routes, { good: 'closed', bad: 'open' });
+      assert.equal(b.requests.length, 60, 'with one origin, every query was sent');
+    });
+
+    it('a route\'s breaker settings are its own, and breaker false keeps its failures out of every circuit', async () => {
+      const b = await startTestBackend((req, res) => {
+        if (!req.url.endsWith('/good')) { res.statusCode = 500; res.end('down'); return; }
+        res.end('{"vars":{"1":"x"}}');
+      });
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, {
+        routes: { strict: { breaker: { minimumCalls: 3 } }, off: { breaker: false } },
+      });
+      for (let i = 0; i < 3; i++) await c.ask({ subtype: 'strict' });
+      for (let i = 0; i < 30; i++) await c.ask({ subtype: 'off' });
+      for (let i = 0; i < 3; i++) assert.equal((await c.ask({ subtype: 'good' })).status, 0);
+      const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+      const routes = Object.fromEntries(health.backend.circuits[b.url].routes.map((r) => [r.route, r.state]));
+      assert.deepEqual(routes, { strict: 'open', good: 'closed' }, 'strict opened on its own 3 calls; off has no circuit');
+    });
+
+    it('a slow but alive backend is no failure: half the calls past the deadline leave the circuit closed', async () => {
+      // Answers alternately in 150 and 350 ms, the deadline 250 ms: half of them in time.
+      let n = 0;
+      const b = await startTestBackend((req, res) => setTimeout(() => res.end('{"vars":{"1":"x"}}'), n++ % 2 ? 350 : 150));
+      cleanup.push(() => b.close());
+      const { stack, c } = await stackWith(b.url, {});
+      const ids = Array.from({ length: 60 }, (_, i) => 2000 + i);
+      for (const id of ids) {
+        c.query(id, { subtype: 's' });
+        await wait(10);
+      }
+      await c.until(() => (ids.every((id) => c.messages.some((m) => m.invokeId === id)) ? true : undefined), 5000, 'every reply');
+      const answered = c.messages.filter((m) => ids.includes(m.invokeId) && m.type === 'QUERY_RESP').length;
+      assert.ok(answered >= 27, `${answered} of 60 answered (the backend answers 30 in time)`);
+      const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+      assert.equal(health.backend.circuits[b.url].state, 'closed');
     });
 
     it('stays closed while failures are under failureRatio, however many come in a row', async () => {
@@ -333,23 +387,30 @@ describe('availability', function () {
       assert.equal(b.requests.length, 46, 'every query reached the backend');
     });
 
-    it('a probe that fails opens it again for 1.5 times longer; an answer resets that', async () => {
-      const b = await switchable();
-      cleanup.push(() => b.close());
-      b.mode = '500';
-      const { stack, c } = await stackWith(b.url, { breaker: { minimumCalls: 3, halfOpenAfterMs: 300 } });
+    it('with another origin: a failing route moves there, probes after halfOpenAfterMs, 1.5 times longer after a failed probe', async () => {
+      const one = await switchable();
+      const two = await switchable();
+      cleanup.push(() => one.close(), () => two.close());
+      one.mode = '500';
+      const { stack, c } = await stackWith(one.url, { 'backend.url': [one.url, two.url], breaker: { minimumCalls: 3, halfOpenAfterMs: 300 } });
       for (let i = 0; i < 3; i++) await c.ask({ subtype: 's' });
-      assert.equal(b.requests.length, 3);
+      assert.equal(one.requests.length, 3);
+      assert.equal((await c.ask({ subtype: 's' })).status, 0, 'open: the next origin takes the call');
+      assert.equal((await c.ask({ subtype: 'other' })).status, STATUS.E_AG_HOST_ERROR1, 'another subtype still goes to the first origin');
+      assert.deepEqual([one.requests.length, two.requests.length], [4, 1]);
       await wait(330);
       await c.ask({ subtype: 's' }); // the probe, fails: open for 450 ms
-      assert.equal(b.requests.length, 4, 'the probe went out');
+      assert.equal(one.requests.length, 5, 'the probe went out');
       await wait(330);
-      await c.ask({ subtype: 's' });
-      assert.equal(b.requests.length, 4, '330 ms later the circuit still refuses (450 ms this time)');
+      assert.equal((await c.ask({ subtype: 's' })).status, 0);
+      assert.equal(one.requests.length, 5, '330 ms later the first origin is still skipped (450 ms this time)');
       await wait(170);
-      b.mode = 'ok';
-      assert.equal((await c.ask({ subtype: 's' })).status, 0, 'the second probe succeeds');
-      assert.ok(stack.log.lines.some((l) => /the probe failed \(last: http_500\); next probe in 450 ms/.test(l.message)));
+      one.mode = 'ok';
+      await c.ask({ subtype: 's' });
+      assert.equal(one.requests.length, 6, 'the second probe');
+      const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
+      assert.equal(health.backend.circuits[one.url].routes.find((r) => r.route === 's').state, 'closed');
+      assert.ok(stack.log.lines.some((l) => /\(subtype s\): the probe failed \(last: http_500\); next probe in 450 ms/.test(l.message)));
     });
 
     it('a request that waited for a free backend connection past its deadline does not count against the backend', async () => {

@@ -5,7 +5,7 @@
 
 const assert = require('node:assert/strict');
 const {
-  Circuit, CALL, PROBE, REFUSED,
+  Circuit, CALL, PROBE, LAST, REFUSED, SLOW,
 } = require('../../gateway/backend/circuit');
 const { BREAKER_DEFAULTS } = require('../../gateway/config/availability');
 const { verdict } = require('../../gateway/backend/breakers');
@@ -31,9 +31,9 @@ function calls(c, clock, n, failed, ms = 0) {
 describe('circuit policy (fake clock)', () => {
   it('defaults: opens at 50 % of at least 20 calls within 1 s, probes after 500 ms, backs off to at most 2 s', () => {
     const {
-      failureRatio, minimumCalls, windowMs, halfOpenAfterMs, maxHalfOpenAfterMs,
+      failureRatio, slowCallRatio, minimumCalls, windowMs, halfOpenAfterMs, maxHalfOpenAfterMs,
     } = BREAKER_DEFAULTS;
-    assert.deepEqual([failureRatio, minimumCalls, windowMs, halfOpenAfterMs, maxHalfOpenAfterMs], [0.5, 20, 1000, 500, 2000]);
+    assert.deepEqual([failureRatio, slowCallRatio, minimumCalls, windowMs, halfOpenAfterMs, maxHalfOpenAfterMs], [0.5, 1, 20, 1000, 500, 2000]);
   });
 
   it('needs the minimum volume: 19 failures in a row leave it closed, the 20th opens it', () => {
@@ -139,10 +139,48 @@ describe('circuit policy (fake clock)', () => {
     assert.equal(c.state, 'open', 'an answer to a call from before the open is no probe');
   });
 
+  it('a slow call is no failure: half the calls slow leaves it closed; every call slow (or failed) opens it, on "slow"', () => {
+    const { c, clock } = circuit();
+    for (let i = 0; i < 50; i++) calls(c, clock, 2, i % 2 ? SLOW : false, 20);
+    assert.equal(c.state, 'closed', 'a backend that answers half its calls in time is alive');
+    clock.t += 2000;
+    calls(c, clock, 10, SLOW);
+    calls(c, clock, 9, true);
+    assert.equal(c.state, 'closed', '19 calls: under minimumCalls');
+    calls(c, clock, 1, SLOW);
+    assert.equal(c.state, 'open');
+    assert.equal(c.openedOn, 'slow', '9 of 20 failed (under failureRatio), 20 of 20 gave no answer in time');
+    const d = circuit({ slowCallRatio: 0.8 });
+    calls(d.c, d.clock, 4, false);
+    calls(d.c, d.clock, 16, SLOW);
+    assert.equal(d.c.state, 'open', 'slowCallRatio 0.8: 16 of 20');
+    assert.equal(d.c.openedOn, 'slow');
+  });
+
+  it('a call sent anyway while open (LAST): its answer closes the circuit at once, its failure changes nothing', () => {
+    const { c, clock, changes } = circuit();
+    calls(c, clock, 20, true);
+    assert.equal(c.openedOn, 'failures');
+    assert.equal(c.allow(), REFUSED);
+    const last = c.allow(true);
+    assert.equal(last, LAST);
+    c.record(last, true);
+    assert.equal(c.state, 'open');
+    const again = c.allow(true);
+    c.record(again, false);
+    assert.equal(c.state, 'closed');
+    assert.equal(c.openedOn, null);
+    assert.deepEqual(changes, ['closed->open', 'open->closed']);
+    assert.equal(calls(c, clock, 19, true), 19, 'the window starts afresh');
+    assert.equal(c.state, 'closed');
+  });
+
   it('verdict: what counts against an origin', () => {
     assert.equal(verdict({ kind: 'ok' }), false);
     assert.equal(verdict({ kind: 'app_error' }), false, 'a 4xx is an answer');
     assert.equal(verdict({ kind: 'host_error', reason: 'http_503', blame: true }), true);
+    assert.equal(verdict({ kind: 'host_error', reason: 'deadline', blame: true }), SLOW, 'on the wire until the deadline: slow, not failed');
+    assert.equal(verdict({ kind: 'host_error', reason: 'timeout', blame: true }), SLOW);
     assert.equal(verdict({ kind: 'host_error', reason: 'deadline', blame: false }), null, 'waited in the gateway');
     assert.equal(verdict({ kind: 'host_error', reason: 'aborted', blame: false }), null);
   });

@@ -37,6 +37,12 @@
     return s < 90 ? `${s} s ago` : s < 5400 ? `${Math.round(s / 60)} min ago` : `${fmt(s / 3600, 1)} h ago`;
   };
   const time = (iso) => (iso ? new Date(iso).toLocaleTimeString() : '-');
+  /** An origin's circuit: its least healthy state, and the subtypes whose circuits are not closed. */
+  const circuitText = (c) => {
+    const notClosed = (c.routes || []).filter((r) => r.state !== 'closed').map((r) => r.route);
+    if (notClosed.length === 0) return c.state;
+    return `${c.state}: ${notClosed.slice(0, 3).join(', ')}${notClosed.length > 3 ? ` and ${notClosed.length - 3} more` : ''}`;
+  };
   const duration = (s) => (s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${fmt(s / 3600, 1)} h`);
 
   /** p-th percentile (0..1) of bucket counts, as the bucket's upper bound (ms). */
@@ -179,7 +185,7 @@
     replace($('circuits'), row(['origin', ...(multi ? ['worker'] : []), 'circuit', 'since', 'requests', 'failed', 'last error'], true),
       origins.map((o) => row([
         o.origin, ...(multi ? [String(o.pid)] : []),
-        o.circuit ? { text: o.circuit.state, class: o.circuit.state === 'closed' ? 'ok' : 'bad' } : 'off', o.circuit ? time(o.circuit.since) : '-',
+        o.circuit ? { text: circuitText(o.circuit), class: o.circuit.state === 'closed' ? 'ok' : 'bad' } : 'off', o.circuit ? time(o.circuit.since) : '-',
         num(fmt(o.stats ? o.stats.requests : 0)), num(fmt(o.stats ? o.stats.failures : 0), o.stats && o.stats.failures > 0 ? 'bad' : ''),
         (o.stats && o.stats.lastError) || (o.circuit && o.circuit.lastError) || '-',
       ])));
