@@ -290,4 +290,4 @@ function createListener(config, gateway) {
   return server;
 }
 
-module.exports = { Gateway };
+module.exports = { Gateway, RESTART_KEYS };

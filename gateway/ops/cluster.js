@@ -4,14 +4,23 @@
 // sessions and health asked of each) and N worker processes share the GED-145 port through
 // node:cluster. SIGTERM drains them all.
 //
+// One gateway, not N (issue 34): every worker runs one configuration generation. A reload goes to
+// every worker, and a worker that was still starting (its warm-up) when it was sent, or that is
+// started later, gets the running configuration when it says it is ready; settings that need a
+// restart (RESTART_KEYS: the wire numbering among them) stay as the gateway started, in a new
+// worker too. A worker that does not answer the primary within ASK_TIMEOUT_MS is named on /health
+// (status "degraded") and /status, and /metrics answers without it. Counters and histograms never
+// go down when summed: a worker that exits leaves its last scraped values in the sum, and one that
+// does not answer counts with its last ones.
+//
 // A worker that fails while the gateway starts (a port in use, a certificate that does not load)
 // fails the start: the primary stops the others and exits 1 with the worker's reason, once. A
 // worker that dies later is started again at once, or, when workers keep dying young (within
 // CRASH_WINDOW_MS of their start), after a delay that doubles up to MAX_RESTART_DELAY_MS.
 
 const cluster = require('node:cluster');
-const { AggregatorRegistry } = require('prom-client');
-const { Gateway } = require('../server');
+const { AggregatorRegistry, Registry } = require('prom-client');
+const { Gateway, RESTART_KEYS } = require('../server');
 const { Metrics } = require('./metrics');
 const { startAdmin } = require('./admin');
 const { RecentLines, ProcessStatus, mergeStatus } = require('./status');
@@ -27,13 +36,14 @@ const FAILED = 'ged145:failed';
 const CRASH_WINDOW_MS = 10_000;
 const FIRST_RESTART_DELAY_MS = 500;
 const MAX_RESTART_DELAY_MS = 30_000;
+const ASK_TIMEOUT_MS = 2000;
+/** Metric types whose value only grows: what a worker that exits leaves behind. */
+const CUMULATIVE = new Set(['counter', 'histogram']);
 
 /** Worker side: a gateway without its own admin port; answers the primary's questions. */
 async function runWorker(config) {
   const log = createLogger({ component: `gateway[${process.pid}]`, ...config.log });
   const metrics = new Metrics();
-  AggregatorRegistry.setRegistries([metrics.registry]);
-  new AggregatorRegistry(); // installs the worker's answer to the primary's metrics requests
   const gateway = new Gateway(config, { log, metrics });
   let port;
   try {
@@ -41,9 +51,12 @@ async function runWorker(config) {
   } catch (err) {
     throw listenError(err, config.host, config.port);
   }
-  process.send({ type: READY, port });
+  // The generation this worker was started with: the primary sends the running one if it is newer.
+  process.send({ type: READY, port, generation: Number(process.env.GED145_WORKER_GENERATION || 0) });
   process.on('message', (msg) => {
-    if (msg && msg.type === ASK && msg.what === 'health') {
+    if (msg && msg.type === ASK && msg.what === 'metrics') {
+      metrics.registry.getMetricsAsJSON().then((data) => process.send({ type: ANSWER, id: msg.id, data }));
+    } else if (msg && msg.type === ASK && msg.what === 'health') {
       process.send({ type: ANSWER, id: msg.id, data: { pid: process.pid, backend: gateway.resolver.toJSON() } });
     } else if (msg && msg.type === ASK && msg.what === 'status') {
       gateway.status().then((data) => process.send({ type: ANSWER, id: msg.id, data }));
@@ -66,25 +79,77 @@ async function runWorker(config) {
 
 async function startCluster(config, { log } = {}) {
   const logger = log || createLogger({ component: 'gateway', ...config.log });
-  const aggregator = new AggregatorRegistry();
   let nextId = 1;
   let draining = false;
+  const silent = new Set(); // pids of workers that did not answer the last question, for the log
+  /** Asks every worker; resolves [{worker, data}], data undefined for one that did not answer within ASK_TIMEOUT_MS. */
   const ask = (what) => Promise.all(Object.values(cluster.workers).map((w) => new Promise((resolve) => {
     const id = nextId++;
+    let timer = null;
     const onMessage = (msg) => {
       if (msg && msg.type === ANSWER && msg.id === id) {
         w.off('message', onMessage);
-        resolve(msg.data);
+        clearTimeout(timer);
+        silent.delete(w.process.pid);
+        resolve({ worker: w, data: msg.data });
       }
     };
     w.on('message', onMessage);
-    w.send({ type: ASK, what, id });
-    setTimeout(() => { w.off('message', onMessage); resolve([]); }, 2000).unref();
+    try {
+      w.send({ type: ASK, what, id });
+    } catch {
+      // a worker that is exiting: no answer
+    }
+    timer = setTimeout(() => {
+      w.off('message', onMessage);
+      const { pid } = w.process;
+      if (!silent.has(pid) && !draining) {
+        silent.add(pid);
+        logger.warn(`worker ${pid} did not answer within ${ASK_TIMEOUT_MS / 1000} s (stopped, or its event loop blocked); /health says degraded until it does`);
+      }
+      resolve({ worker: w, data: undefined });
+    }, ASK_TIMEOUT_MS);
+    timer.unref();
   })));
+  const noAnswer = (w) => ({ pid: w.process.pid, answering: false, error: `no answer within ${ASK_TIMEOUT_MS / 1000} s` });
+
+  // Counters that never go down: each live worker's last scrape, and what the exited ones left.
+  const lastScrape = new Map(); // worker id -> its metrics as JSON, from the last scrape it answered
+  let retired = []; // the cumulative metrics of exited workers, summed into one list
+  const retire = async (worker) => {
+    const last = lastScrape.get(worker.id);
+    lastScrape.delete(worker.id);
+    if (last === undefined) return;
+    const kept = last.filter((m) => CUMULATIVE.has(m.type));
+    retired = await AggregatorRegistry.aggregate([retired, kept]).getMetricsAsJSON();
+  };
+  const clusterMetrics = async () => {
+    const lists = [retired];
+    for (const { worker, data } of await ask('metrics')) {
+      if (data !== undefined) lastScrape.set(worker.id, data);
+      const last = lastScrape.get(worker.id);
+      if (data !== undefined) lists.push(data);
+      else if (last !== undefined) lists.push(last.filter((m) => CUMULATIVE.has(m.type)));
+    }
+    return AggregatorRegistry.aggregate(lists).metrics();
+  };
 
   cluster.setupPrimary({ exec: require.resolve('./worker'), args: [] });
   // The validated settings, as plain JSON; the worker compiles routes and reads the key itself.
-  const env = { GED145_WORKER_CONFIG: JSON.stringify(config) };
+  // generation: how many reloads the running settings are; a worker started on an older one gets them when ready.
+  let generation = 0;
+  let running = config;
+  const env = { GED145_WORKER_CONFIG: JSON.stringify(config), GED145_WORKER_GENERATION: '0' };
+  const sendReload = (w) => {
+    try {
+      w.send({ type: ASK, what: 'reload', id: 0, settings: JSON.parse(JSON.stringify(running)) });
+    } catch {
+      // a worker that is exiting: the one started in its place gets the running settings
+    }
+  };
+  cluster.on('message', (worker, msg) => {
+    if (msg && msg.type === READY && msg.generation !== generation) sendReload(worker);
+  });
   const startedAt = new Map(); // worker id -> when it was forked
   const fork = () => {
     const worker = cluster.fork(env);
@@ -104,6 +169,8 @@ async function startCluster(config, { log } = {}) {
   let restartTimer = null;
   for (let i = 0; i < config.workers; i++) fork();
   cluster.on('exit', (worker, code, signal) => {
+    retire(worker).catch((err) => logger.warn(`worker ${worker.process.pid}: its last metrics could not be kept: ${err.message}`));
+    silent.delete(worker.process.pid);
     if (draining) return;
     const reason = reasons.get(worker.id) || `exited (${signal || code})`;
     if (starting) {
@@ -149,29 +216,49 @@ async function startCluster(config, { log } = {}) {
   logger.add(recent);
   const processStatus = new ProcessStatus();
   let lastReload = null;
-  const status = async () => mergeStatus({
-    processes: [{ role: 'primary', ...processStatus.toJSON() }],
-    config: { file: config.configFile || null, lastReload, workers: config.workers },
-    listener: { host: config.host, port, tls: config.tls.cert !== null, deadlineMs: config.deadlineMs },
-    warnings: recent.lines,
-  }, (await ask('status')).filter((w) => w && w.processes));
+  const status = async () => {
+    const answers = await ask('status');
+    const merged = mergeStatus({
+      processes: [{ role: 'primary', ...processStatus.toJSON() }],
+      config: {
+        file: config.configFile || null, lastReload, workers: config.workers, generation,
+      },
+      listener: { host: running.host, port, tls: running.tls.cert !== null, deadlineMs: running.deadlineMs },
+      warnings: recent.lines,
+    }, answers.filter((a) => a.data && a.data.processes).map((a) => a.data));
+    // A worker that did not answer is named: a row of its own, no figures.
+    for (const a of answers) if (a.data === undefined) merged.processes.push({ role: 'gateway', ...noAnswer(a.worker) });
+    return merged;
+  };
   const admin = await startAdmin(config.admin, logger, {
     status,
-    health: async () => ({ workers: await ask('health') }),
+    health: async () => {
+      const workers = (await ask('health')).map((a) => (a.data === undefined ? noAnswer(a.worker) : a.data));
+      return { status: workers.some((w) => w.answering === false) ? 'degraded' : 'ok', workers };
+    },
     notReady: () => (draining ? 'draining' : null),
-    sessions: async () => (await ask('sessions')).flat(),
-    metrics: () => aggregator.clusterMetrics(),
-    contentType: aggregator.contentType,
+    sessions: async () => (await ask('sessions')).flatMap((a) => (a.data === undefined ? [] : a.data)),
+    metrics: clusterMetrics,
+    contentType: Registry.PROMETHEUS_CONTENT_TYPE,
   });
   return {
     port,
     adminPort: admin === null ? null : admin.port,
-    /** SIGHUP: the primary validated the new settings; each worker compiles and applies them. */
+    /**
+     * SIGHUP: the primary validated the new settings; each worker compiles and applies them. What
+     * needs a restart keeps the values the gateway started with, in workers started later too.
+     */
     reload(next) {
-      env.GED145_WORKER_CONFIG = JSON.stringify(next); // a worker started later starts with it too
-      for (const w of Object.values(cluster.workers)) w.send({ type: ASK, what: 'reload', id: 0, settings: JSON.parse(JSON.stringify(next)) });
-      logger.info(`configuration sent to ${Object.keys(cluster.workers).length} workers`);
-      lastReload = { at: new Date().toISOString(), ok: true, restartNeeded: [] };
+      const restartNeeded = RESTART_KEYS.filter((k) => JSON.stringify(config[k]) !== JSON.stringify(next[k]));
+      running = { ...next };
+      for (const k of RESTART_KEYS) running[k] = config[k];
+      generation++;
+      env.GED145_WORKER_CONFIG = JSON.stringify(running); // a worker started later starts with it
+      env.GED145_WORKER_GENERATION = String(generation);
+      for (const w of Object.values(cluster.workers)) sendReload(w);
+      logger.info(`configuration sent to ${Object.keys(cluster.workers).length} workers (generation ${generation})`);
+      if (restartNeeded.length > 0) logger.warn(`reload: ${restartNeeded.join(', ')} changed and will apply only after a restart`);
+      lastReload = { at: new Date().toISOString(), ok: true, restartNeeded };
     },
     reloadRefused(message) {
       lastReload = { at: new Date().toISOString(), ok: false, error: message };

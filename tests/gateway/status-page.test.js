@@ -155,6 +155,15 @@ describe('the status page on the admin port', function () {
       await page.goto(`http://127.0.0.1:${s.adminPort}/`);
       await page.waitForFunction(() => Number(document.body.dataset.updates || 0) >= 1, null, { timeout: 10_000 });
       assert.equal(await page.$$eval('#processes tr', (rows) => rows.length - 1), 3);
+      // A worker that stops answering keeps its row, named, and the page goes on redrawing.
+      const stopped = json.processes[1].pid;
+      process.kill(stopped, 'SIGSTOP');
+      try {
+        await page.waitForFunction((pid) => [...document.querySelectorAll('#processes tr')]
+          .some((tr) => tr.textContent.includes(String(pid)) && tr.textContent.includes('no answer within 2 s')), stopped, { timeout: 15_000 });
+      } finally {
+        process.kill(stopped, 'SIGCONT');
+      }
       assert.deepEqual(problems, []);
       await page.close();
     } finally {

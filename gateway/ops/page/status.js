@@ -211,8 +211,9 @@
 
     // Processes, configuration, warnings
     replace($('processes'), row(['role', 'pid', 'CPU %', 'RSS MiB', 'heap MiB', 'loop lag mean / p99 ms', 'up'], true),
-      st.processes.map((p) => row([p.role, String(p.pid), num(fmt(p.cpuPercent, 1)), num(mb(p.rssBytes)), num(mb(p.heapUsedBytes)),
-        num(`${fmt(p.eventLoopLag.meanMs, 1)} / ${fmt(p.eventLoopLag.p99Ms, 1)}`), duration(p.uptimeS)])));
+      st.processes.map((p) => (p.answering === false ? row([p.role, String(p.pid), { text: p.error || 'not answering', class: 'bad' }, '-', '-', '-', '-'])
+        : row([p.role, String(p.pid), num(fmt(p.cpuPercent, 1)), num(mb(p.rssBytes)), num(mb(p.heapUsedBytes)),
+          num(`${fmt(p.eventLoopLag.meanMs, 1)} / ${fmt(p.eventLoopLag.p99Ms, 1)}`), duration(p.uptimeS)]))));
     const reload = st.config.lastReload;
     replace($('config'), `config: ${st.config.file || 'none (defaults, environment, flags)'} · last reload: `,
       reload === null ? 'none' : h('span', { class: reload.ok ? 'ok' : 'bad' }, `${time(reload.at)} ${reload.ok ? 'applied' : `refused: ${reload.error}`}`));
