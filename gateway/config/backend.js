@@ -103,8 +103,11 @@ function expandEnv(value, where, env) {
   });
 }
 
-/** Header values may name environment variables as ${NAME}; no value may break a line. */
-function resolveHeaders(headers, where, env) {
+/**
+ * Header values may name environment variables as ${NAME}; files: {name: file}, values read from
+ * files (secrets: readSecretFile). No value may break a line, and no header may come from both.
+ */
+function resolveHeaders(headers, where, env, { files = null, baseDir = '.' } = {}) {
   const out = {};
   for (const [name, value] of Object.entries(headers || {})) {
     if (typeof value !== 'string') throw new ConfigError(`${where}.${name} must be a string`);
@@ -112,6 +115,13 @@ function resolveHeaders(headers, where, env) {
     const v = expandEnv(value, `${where}.${name}`, env);
     if (/[\r\n]/.test(v)) throw new ConfigError(`${where}.${name}: the environment variable's value contains a line break`);
     out[name.toLowerCase()] = v;
+  }
+  const filesWhere = where.replace(/headers$/, 'headerFiles');
+  for (const [name, file] of Object.entries(files || {})) {
+    if (typeof file !== 'string' || file === '') throw new ConfigError(`${filesWhere}.${name} must be a file name`);
+    if (/[\r\n:]/.test(name)) throw new ConfigError(`${filesWhere}: ${JSON.stringify(name)} is no header name`);
+    if (Object.hasOwn(out, name.toLowerCase())) throw new ConfigError(`${filesWhere}.${name}: the header is in ${where} too; give it once`);
+    out[name.toLowerCase()] = readSecretFile(file, `${filesWhere}.${name}`, { baseDir, env });
   }
   return out;
 }
@@ -132,12 +142,25 @@ function readSecret(spec, name, where, { baseDir, env }) {
     return v;
   }
   if (file === undefined) throw new ConfigError(`${where}.${name} (or ${fileKey}) is required for type ${spec.type}`);
-  let full = path.resolve(baseDir, file);
+  return readSecretFile(file, `${where}.${fileKey}`, { baseDir, env });
+}
+
+/**
+ * Where a secret file is: a relative name in $CREDENTIALS_DIRECTORY (systemd's LoadCredential=)
+ * when it is there, else in baseDir (the config file's folder).
+ */
+function secretPath(file, { baseDir, env }) {
   const creds = env.CREDENTIALS_DIRECTORY;
-  if (!path.isAbsolute(file) && creds && fs.existsSync(path.join(creds, file))) full = path.join(creds, file);
-  const text = readFile(full, `${where}.${fileKey}`, MAX_SECRET_BYTES).toString('utf8').replace(/\r?\n$/, '');
-  if (text === '') throw new ConfigError(`${where}.${fileKey}: ${full} is empty`);
-  if (/[\r\n]/.test(text)) throw new ConfigError(`${where}.${fileKey}: ${full} holds more than one line`);
+  if (!path.isAbsolute(file) && creds && fs.existsSync(path.join(creds, file))) return path.join(creds, file);
+  return path.resolve(baseDir, file);
+}
+
+/** A one-line secret from a file (secretPath), one trailing newline dropped; `what` names the setting in problem lines. */
+function readSecretFile(file, what, { baseDir, env }) {
+  const full = secretPath(file, { baseDir, env });
+  const text = readFile(full, what, MAX_SECRET_BYTES).toString('utf8').replace(/\r?\n$/, '');
+  if (text === '') throw new ConfigError(`${what}: ${full} is empty`);
+  if (/[\r\n]/.test(text)) throw new ConfigError(`${what}: ${full} holds more than one line`);
   return text;
 }
 
@@ -227,5 +250,5 @@ function compileProxy(setting, env) {
 }
 
 module.exports = {
-  compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, hasCredentials,
+  compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, hasCredentials, secretPath,
 };

@@ -12,7 +12,7 @@ const { checkLogFile } = require('../../lib/logger');
 const { compileRoute } = require('./routes');
 const { compileAllowlist } = require('./allowlist');
 const {
-  compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, hasCredentials,
+  compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, hasCredentials, secretPath,
 } = require('./backend');
 const { isObject } = require('../../lib/objects');
 const {
@@ -46,7 +46,7 @@ const ENV = Object.fromEntries([...leaves()].filter(([, n]) => n['x-env']).map((
 }));
 
 /** Objects whose keys are the user's (subtypes, header names) or whole answers: taken whole, never merged key by key. */
-const OPAQUE_KEYS = new Set(['routes', 'headers', 'fallback', 'cache', 'auth']);
+const OPAQUE_KEYS = new Set(['routes', 'headers', 'headerFiles', 'fallback', 'cache', 'auth']);
 const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 const MAX_KEY_FILE_BYTES = 4096;
 
@@ -158,7 +158,7 @@ function compileConfig(settings, { baseDir, env, fresh = false }) {
     tls: attempt(() => compileBackendTls(c.backend.tls, baseDir)),
     proxy: attempt(() => compileProxy(c.backend.proxy, env)),
     auth: attempt(() => compileAuth(c.backend.auth, 'backend.auth', { baseDir, env })),
-    headers: attempt(() => resolveHeaders(c.backend.headers, 'backend.headers', env)) || {},
+    headers: attempt(() => resolveHeaders(c.backend.headers, 'backend.headers', env, { files: c.backend.headerFiles, baseDir })) || {},
   };
   const listenerTls = attempt(() => compileListenerTls(c.tls));
   const routes = new Map(); // subtype -> compiled route; a Map, so "__proto__" is a subtype like any other
@@ -187,7 +187,7 @@ function readDesKey(c, baseDir, env) {
   let from = 'GED145_DES_KEY';
   if ((text === undefined || text === '') && c.des.keyFile) {
     from = c.des.keyFile;
-    text = readRegularFile(path.resolve(baseDir, c.des.keyFile), { maxBytes: MAX_KEY_FILE_BYTES, what: 'config: des.keyFile' }).toString('utf8');
+    text = readRegularFile(secretPath(c.des.keyFile, { baseDir, env }), { maxBytes: MAX_KEY_FILE_BYTES, what: 'config: des.keyFile' }).toString('utf8');
     if (text.trim() === '') throw new ConfigError([`des.keyFile: ${c.des.keyFile} is empty (it should hold the key: 16 hex digits or 8 characters)`]);
   }
   if (text === undefined || text === '') return null;

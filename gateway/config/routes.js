@@ -19,7 +19,7 @@ const DEFAULT_AVAILABILITY = Object.freeze({ fallback: null, cache: null, breake
 // Every route may set its own fallback, cache and breaker (the route's value wins over the top level's).
 const AVAILABILITY_KEYS = ['fallback', 'cache', 'breaker'];
 const HTTP_ROUTE_KEYS = new Set([
-  'method', 'url', 'headers', 'timeoutMs', 'response', 'errorPath', 'body', 'auth', 'statuses', 'idempotent', ...AVAILABILITY_KEYS,
+  'method', 'url', 'headers', 'headerFiles', 'timeoutMs', 'response', 'errorPath', 'body', 'auth', 'statuses', 'idempotent', ...AVAILABILITY_KEYS,
 ]);
 // A module gets the query's deadline (or its timeoutMs) as an AbortSignal, and ctx.request with the route's auth.
 const MODULE_ROUTE_KEYS = new Set(['module', 'timeoutMs', 'auth', 'idempotent', ...AVAILABILITY_KEYS]);
@@ -88,7 +88,7 @@ function compileRoute(route, {
     if (!TARGETS.test(target)) throw new ConfigError(`response target '${target}' must be vars.1..vars.10, ecc.NAME, ced or cdpd`);
     if (typeof source !== 'string') throw new ConfigError(`response.${target} must be a JSON path string`);
   }
-  const headers = resolveHeaders(route.headers, 'headers', env);
+  const headers = resolveHeaders(route.headers, 'headers', env, { files: route.headerFiles, baseDir });
   return {
     kind: 'http',
     method,

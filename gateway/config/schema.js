@@ -148,6 +148,7 @@ const ROUTE = {
     method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'get', 'post', 'put', 'patch', 'delete'] },
     url: { type: 'string', description: 'URL template: {clid}, {vars.1}, {ecc.NAME}... in the path and query' },
     headers: { type: 'object', additionalProperties: { type: 'string' } },
+    headerFiles: { type: 'object', additionalProperties: { type: 'string', minLength: 1 }, description: 'header values read from files (secrets)' },
     timeoutMs: { type: 'integer', minimum: 1 },
     auth: { $ref: '#/definitions/auth' },
     statuses: {
@@ -227,6 +228,12 @@ const SCHEMA = {
       connections: int(1, 10_000, 64, { description: 'keep-alive connections per backend origin' }),
       headers: {
         type: 'object', additionalProperties: { type: 'string' }, default: {}, description: 'sent on every backend request; ${NAME} reads the environment',
+      },
+      headerFiles: {
+        type: 'object',
+        additionalProperties: { type: 'string', minLength: 1 },
+        default: {},
+        description: 'headers whose values are secrets, read from files: {"X-Api-Key": "api-key"} ($CREDENTIALS_DIRECTORY first for a relative path)',
       },
       maxResponseBytes: int(1, 64 * 1024 * 1024, 64 * 1024, { 'x-must': 'must be a positive integer' }),
       keepAliveTimeoutMs: int(100, 600_000, 4000, {
