@@ -89,6 +89,16 @@ async function main(values) {
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
   process.on('SIGHUP', reload);
+  // SIGUSR2: replace the running code without a gap in routing (gateway/ops/cluster.js).
+  process.on('SIGUSR2', () => {
+    if (running === null || stopSignal !== null) return;
+    if (running.restartWorkers) {
+      running.restartWorkers().catch((err) => log.error(`rolling restart failed: ${err.message}`));
+      return;
+    }
+    log.warn('SIGUSR2 asks for a rolling restart, which needs --workers 2 or more (the primary keeps the port while workers are replaced); '
+      + 'this gateway is one process: restart it, or restart router sides A and B on their two hosts one at a time (docs/deploy.md)');
+  });
   if (config.backend.url === null && !values['embedded-backend']) {
     const own = [...config.compiledRoutes].filter(([, r]) => r.kind !== 'contract').map(([subtype]) => subtype);
     log.warn(`backend.url is not set: only subtypes ${own.join(', ')} have a backend; the router gets E_AG_HOST_ERROR1 for any other`);

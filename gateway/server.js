@@ -160,14 +160,18 @@ class Gateway {
   }
 
   /**
-   * Drain: stop accepting, refuse new sessions and new queries (E_AG_HOST_OFFLINE), answer every
-   * query already in flight, tell each router with FAILURE_EVENT, then close the connections.
+   * Drain: stop accepting, refuse new sessions (E_AG_HOST_OFFLINE); each session goes on answering
+   * and ends at its first moment with nothing in flight (Session.drain), with a FAILURE_EVENT
+   * E_AG_HOST_OFFLINE and our FIN; after shutdownTimeoutMs every session ends, what is in flight
+   * answered first. The router reconnects at once: to the other workers of a rolling restart.
    */
   async shutdown(reason = 'shutdown') {
     if (this.draining) return;
     this.draining = true;
     this.log.info(`${reason}: draining`, { sessions: this.sessions.size, inFlight: this.inFlight() });
     const closed = new Promise((resolve) => this.server.close(resolve));
+    const offline = () => this.serialize.failureEvent(STATUS.E_AG_HOST_OFFLINE, 'host shutting down');
+    for (const s of this.sessions) s.drain('host shutting down', offline());
     if (this.inFlight() > 0) {
       await new Promise((resolve) => {
         const t = setTimeout(resolve, this.config.shutdownTimeoutMs);
@@ -177,7 +181,7 @@ class Gateway {
         });
       });
     }
-    for (const s of this.sessions) s.end('host shutting down', this.serialize.failureEvent(STATUS.E_AG_HOST_OFFLINE, 'host shutting down'));
+    for (const s of this.sessions) s.end('host shutting down', offline());
     // Each session answers what it has in flight, then lingers for the router's close.
     const bound = this.config.deadlineMs + this.config.limits.closeLingerMs + 1000;
     await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, bound).unref())]);

@@ -40,7 +40,7 @@ const httpReason = (status) => `http_${status}`;
 const LABEL = Object.freeze({
   OK: 'ok', CACHED: 'cached', STALE: 'stale', FALLBACK: 'fallback', DUPLICATE: 'duplicate',
   APP_ERROR: 'app_error', HOST_ERROR: 'host_error', DEADLINE: 'deadline', ABORTED: 'aborted',
-  DRAINING: 'draining', LOST: 'lost_router_gone',
+  LOST: 'lost_router_gone',
 });
 const SOURCE_LABELS = Object.freeze({ cache: LABEL.CACHED, stale: LABEL.STALE, fallback: LABEL.FALLBACK });
 

@@ -13,6 +13,13 @@
 // go down when summed: a worker that exits leaves its last scraped values in the sum, and one that
 // does not answer counts with its last ones.
 //
+// A rolling restart (SIGUSR2 to the primary, restartWorkers()) replaces the running code without
+// a gap in routing: the primary keeps the listening socket, starts a new worker (the code on disk
+// now, the running configuration), waits until it listens, then drains one old worker as SIGTERM
+// drains a gateway, and so on, one at a time. A router whose session the drain closes reconnects
+// at once to the same port and lands on a worker that is up. A new worker that fails to start
+// stops the rolling restart; the old workers keep serving.
+//
 // A worker that fails while the gateway starts (a port in use, a certificate that does not load)
 // fails the start: the primary stops the others and exits 1 with the worker's reason, once. A
 // worker that dies later is started again at once, or, when workers keep dying young (within
@@ -52,7 +59,9 @@ async function runWorker(config) {
     throw listenError(err, config.host, config.port);
   }
   // The generation this worker was started with: the primary sends the running one if it is newer.
-  process.send({ type: READY, port, generation: Number(process.env.GED145_WORKER_GENERATION || 0) });
+  process.send({
+    type: READY, port, generation: Number(process.env.GED145_WORKER_GENERATION || 0), version: require('../../package.json').version,
+  });
   process.on('message', (msg) => {
     if (msg && msg.type === ASK && msg.what === 'metrics') {
       metrics.registry.getMetricsAsJSON().then((data) => process.send({ type: ANSWER, id: msg.id, data }));
@@ -151,6 +160,8 @@ async function startCluster(config, { log } = {}) {
     if (msg && msg.type === READY && msg.generation !== generation) sendReload(worker);
   });
   const startedAt = new Map(); // worker id -> when it was forked
+  const retiring = new Set(); // ids of workers a rolling restart drains: their exit is no crash
+  const trial = new Map(); // id of a rolling restart's new worker -> reject(), until it listens
   const fork = () => {
     const worker = cluster.fork(env);
     startedAt.set(worker.id, Date.now());
@@ -160,6 +171,7 @@ async function startCluster(config, { log } = {}) {
     worker.on('error', (err) => {
       if (!draining && err.code !== 'EPIPE' && err.code !== 'ERR_IPC_CHANNEL_CLOSED') logger.warn(`worker ${worker.process.pid}: ${err.message}`);
     });
+    return worker;
   };
   let starting = true;
   let failure = null; // why the start failed: the first worker's reason
@@ -172,6 +184,11 @@ async function startCluster(config, { log } = {}) {
     retire(worker).catch((err) => logger.warn(`worker ${worker.process.pid}: its last metrics could not be kept: ${err.message}`));
     silent.delete(worker.process.pid);
     if (draining) return;
+    if (retiring.delete(worker.id)) return; // drained by a rolling restart, its successor already up
+    if (trial.has(worker.id)) {
+      trial.get(worker.id)(reasons.get(worker.id) || `exited (${signal || code})`);
+      return; // a new worker that did not start: the old one it was to replace keeps serving
+    }
     const reason = reasons.get(worker.id) || `exited (${signal || code})`;
     if (starting) {
       if (failure === null) failure = reason;
@@ -211,6 +228,47 @@ async function startCluster(config, { log } = {}) {
   }
   starting = false;
   logger.info(`${config.workers} workers listening for ICM routers on ${config.host}:${port}`);
+
+  let rolling = null; // the rolling restart under way
+  const rollingRestart = async () => {
+    const old = Object.values(cluster.workers).filter((w) => !retiring.has(w.id));
+    const t0 = Date.now();
+    logger.info(`rolling restart: replacing ${old.length} workers one at a time; the listening socket stays open`);
+    let version = null;
+    for (const [i, w] of old.entries()) {
+      if (draining) return;
+      const fresh = fork();
+      try {
+        version = await new Promise((resolve, reject) => {
+          trial.set(fresh.id, (why) => reject(new Error(why)));
+          const onMessage = (msg) => {
+            if (msg && msg.type === READY) {
+              fresh.off('message', onMessage);
+              resolve(msg.version);
+            }
+          };
+          fresh.on('message', onMessage);
+        });
+      } catch (err) {
+        logger.error(`rolling restart stopped: a new worker did not start: ${err.message}; ${old.length - i} workers of the old code keep serving`);
+        return;
+      } finally {
+        trial.delete(fresh.id);
+      }
+      retiring.add(w.id);
+      const exited = new Promise((r) => { w.once('exit', r); });
+      try {
+        w.send({ type: ASK, what: 'shutdown', id: 0 });
+      } catch {
+        // gone already
+      }
+      const bound = running.shutdownTimeoutMs + running.deadlineMs + running.limits.closeLingerMs + 5000;
+      await Promise.race([exited, new Promise((r) => { setTimeout(r, bound).unref(); })]);
+      if (!w.isDead()) w.kill('SIGKILL');
+      logger.info(`rolling restart: worker ${fresh.process.pid} (version ${version}) took over from worker ${w.process.pid}`);
+    }
+    logger.info(`rolling restart done: ${old.length} workers replaced in ${((Date.now() - t0) / 1000).toFixed(1)} s, version ${version}`);
+  };
 
   const recent = new RecentLines();
   logger.add(recent);
@@ -263,8 +321,18 @@ async function startCluster(config, { log } = {}) {
     reloadRefused(message) {
       lastReload = { at: new Date().toISOString(), ok: false, error: message };
     },
+    /** SIGUSR2: a rolling restart (see the top of this file); resolves once it is over or stopped. */
+    async restartWorkers() {
+      if (rolling !== null) {
+        logger.warn('rolling restart asked for while one is under way: it goes on');
+        return rolling;
+      }
+      rolling = rollingRestart().finally(() => { rolling = null; });
+      return rolling;
+    },
     async stop() {
       draining = true;
+      for (const reject of trial.values()) reject('the gateway is stopping');
       if (restartTimer !== null) clearTimeout(restartTimer);
       const exits = Object.values(cluster.workers).map((w) => new Promise((r) => w.once('exit', r)));
       for (const w of Object.values(cluster.workers)) w.send({ type: ASK, what: 'shutdown', id: 0 });

@@ -11,6 +11,7 @@ holdYoungGeneration(); // before the gateway's modules load (lib/heap.js)
 // during the start must not kill a worker half-way.
 process.on('SIGINT', () => {});
 process.on('SIGHUP', () => {});
+process.on('SIGUSR2', () => {}); // a rolling restart is the primary's; `systemctl kill` may send it to every process
 const { runWorker, FAILED } = require('./cluster');
 const { compileConfig } = require('../config');
 

@@ -15,7 +15,6 @@
 //   resolver          .resolve(query, signal, pending) -> Promise<outcome> (backend/availability.js), never
 //                     rejects in practice; .atDeadline(pending) -> a stale or fallback outcome, or null.
 //                     Read per query, so a reload (SIGHUP) applies to new queries only.
-//   draining          true while shutting down: new queries get E_AG_HOST_OFFLINE
 //   admitSession(s)   at OPEN_REQ: null, or the reason the session may not open
 //   releaseSession(s) an admitted session ends (CLOSE_REQ or disconnect)
 //   onSessionIdle(s)  the session has no query in flight any more
@@ -83,6 +82,7 @@ class Session {
     this.reply = new Replies(this, this.limits.maxMessageLength);
     this.closeWaiters = [];
     this.ending = null; // {reason, last} once we decided to close: what is in flight is answered first
+    this.draining = null; // {reason, last}: the host is stopping; end at the first moment nothing is in flight (drain)
     this.peerEnded = false; // the router half-closed: end once every request it sent is answered
     this.closed = false;
     // Requests read while limits.maxInFlight queries are in flight, answered in order as slots
@@ -251,10 +251,6 @@ class Session {
       return;
     }
     this.counters.queries++;
-    if (this.gateway.draining) {
-      this.finishQuery(null, q, LABEL.DRAINING, this.reply.failureConf(q.invokeId, STATUS.E_AG_HOST_OFFLINE, 'host is shutting down'));
-      return;
-    }
     if (q.duplicate && this.answerDuplicatesEmpty) {
       this.finishQuery(null, q, LABEL.DUPLICATE, this.serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
       return;
@@ -323,6 +319,7 @@ class Session {
     if (this.closeWaiters.length > 0) this.settleClose();
     if (this.inflight.size === 0 && this.waiting === 0) {
       if (this.ending !== null) this.link.finish(this.ending.last);
+      else if (this.draining !== null) this.end(this.draining.reason, this.draining.last);
       this.gateway.onSessionIdle(this);
     }
   }
@@ -368,6 +365,18 @@ class Session {
    * Graceful close: act on no more input, answer the queries in flight (each is bounded by its
    * deadline), write `last` (a FAILURE_EVENT, say), then the link's lingering close.
    */
+  /**
+   * The host is stopping (a shutdown, a rolling restart): go on reading and answering, and end the
+   * session at the first moment nothing is in flight. Stopping input at once would drop the
+   * queries the router sends before it sees our FIN; this leaves only those sent in the last
+   * round trip. The gateway ends every session anyway when shutdownTimeoutMs runs out.
+   */
+  drain(reason, last) {
+    if (this.closed || this.ending !== null || this.draining !== null) return;
+    this.draining = { reason, last };
+    if (this.inflight.size === 0 && this.waiting === 0) this.end(reason, last);
+  }
+
   end(reason, last) {
     if (this.closed || this.ending !== null) return;
     this.ending = { reason, last };

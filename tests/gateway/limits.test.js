@@ -146,7 +146,7 @@ describe('gateway limits and admin port', () => {
     }
   });
 
-  it('/ready is 503 while draining, and a drain answers what is in flight before closing', async () => {
+  it('/ready is 503 while draining; a drain answers what is in flight and what arrives meanwhile, then closes', async () => {
     const stack = await startStack({ gateway: { deadlineMs: 2000 } });
     const admin = `http://127.0.0.1:${stack.adminPort}`;
     const c = await WireClient.connect(stack.port);
@@ -160,7 +160,7 @@ describe('gateway limits and admin port', () => {
     await c.waitClosed();
     const byId = new Map(c.messages.map((m) => [m.invokeId, m]));
     for (let i = 0; i < 20; i++) assert.equal(byId.get(10 + i).status, 0, `query ${10 + i}`);
-    assert.equal(byId.get(99).status, STATUS.E_AG_HOST_OFFLINE);
+    assert.equal(byId.get(99).status, 0, 'a query that arrives while the session drains is answered, not refused');
     assert.ok(c.messages.some((m) => m.type === 'FAILURE_EVENT' && m.status === STATUS.E_AG_HOST_OFFLINE));
     await stack.stop();
   });
