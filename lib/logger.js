@@ -35,7 +35,9 @@ function checkLogFile(file) {
   try {
     const stat = fs.statSync(file, { throwIfNoEntry: false });
     if (stat && !stat.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
-    fd = fs.openSync(file, 'a');
+    // A file that is not there yet is not made here (`config check` writes nothing): its folder must take it.
+    if (stat) fd = fs.openSync(file, 'a');
+    else fs.accessSync(path.dirname(path.resolve(file)), fs.constants.W_OK);
   } catch (err) {
     const dir = path.dirname(path.resolve(file));
     const hint = err.code === 'ENOENT' && !fs.existsSync(dir) ? ` (directory ${dir} does not exist)` : '';
