@@ -50,11 +50,14 @@ describe('systemd units (deploy/systemd)', function () {
     // The same flags with a config file that refuses to load: the CLI got past its options.
     const bad = path.join(tmpDir(), 'gateway.json');
     fs.writeFileSync(bad, '{"port": "not a port"}');
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'ged145.js'), ...exec.map((a) => (a === '/etc/ged145/gateway.json' ? bad : a))], { encoding: 'utf8' });
+    const args = exec.map((a) => (a === '/etc/ged145/gateway.json' ? bad : a));
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'ged145.js'), ...args], { encoding: 'utf8' });
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stderr, /port/);
     assert.doesNotMatch(r.stderr, /unknown option|usage/);
-    for (const key of ['ExecReload=/bin/kill -HUP $MAINPID', 'Restart=on-failure', 'DynamicUser=yes', 'NoNewPrivileges=yes', 'ProtectSystem=strict', 'PrivateTmp=yes', 'LimitNOFILE=65536']) {
+    const promises = ['ExecReload=/bin/kill -HUP $MAINPID', 'Restart=on-failure', 'DynamicUser=yes', 'NoNewPrivileges=yes', 'ProtectSystem=strict',
+      'PrivateTmp=yes', 'LimitNOFILE=65536', 'LoadCredential=ged145:/etc/ged145/credentials'];
+    for (const key of promises) {
       assert.ok(unit.includes(`\n${key}\n`), key);
     }
   });
