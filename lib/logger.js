@@ -35,9 +35,12 @@ function checkLogFile(file) {
   try {
     const stat = fs.statSync(file, { throwIfNoEntry: false });
     if (stat && !stat.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
-    // A file that is not there yet is not made here (`config check` writes nothing): its folder must take it.
+    // A file that is not there yet is made and removed again: `config check` leaves nothing behind.
     if (stat) fd = fs.openSync(file, 'a');
-    else fs.accessSync(path.dirname(path.resolve(file)), fs.constants.W_OK);
+    else {
+      fd = fs.openSync(file, 'wx');
+      fs.unlinkSync(file);
+    }
   } catch (err) {
     const dir = path.dirname(path.resolve(file));
     const hint = err.code === 'ENOENT' && !fs.existsSync(dir) ? ` (directory ${dir} does not exist)` : '';

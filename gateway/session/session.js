@@ -83,6 +83,7 @@ class Session {
     this.closeWaiters = [];
     this.ending = null; // {reason, last} once we decided to close: what is in flight is answered first
     this.draining = null; // {reason, last}: the host is stopping; end at the first moment nothing is in flight (drain)
+    this.inDrainLoop = false; // drainBacklog is running: a settle inside it does not start it again
     this.peerEnded = false; // the router half-closed: end once every request it sent is answered
     this.closed = false;
     // Requests read while limits.maxInFlight queries are in flight, answered in order as slots
@@ -158,6 +159,18 @@ class Session {
 
   /** Takes requests from the backlog while slots are free, a slice per turn of the event loop. */
   drainBacklog() {
+    // A query settled inside the loop below (one that waited past its deadline is answered at
+    // once) calls afterSettle, which would start this loop again one level deeper: the loop goes on.
+    if (this.inDrainLoop) return;
+    this.inDrainLoop = true;
+    try {
+      this.drainBacklogSlice();
+    } finally {
+      this.inDrainLoop = false;
+    }
+  }
+
+  drainBacklogSlice() {
     this.drainScheduled = false;
     const { backlog } = this;
     const now = performance.now(); // for each query taken: has it waited past its deadline?
