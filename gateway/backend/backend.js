@@ -15,7 +15,7 @@ const { Breakers } = require('./breakers');
 const { LogThrottle } = require('../../lib/log-throttle');
 const { messageOf, CODES } = require('../../lib/errors');
 const {
-  ok, appError, hostError, httpReason, REASON, KIND,
+  ok, appError, hostError, httpReason, REASON, KIND, gaveUp,
 } = require('./outcome');
 const { createCredentials } = require('./auth');
 const { reasonOf } = require('./engines/errors');
@@ -33,11 +33,9 @@ const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx', '6xx', '7xx', 
  * away never does. Anything else (refused, reset, too large, a transport error) does.
  */
 function blames(err, budgetMs) {
-  switch (err.reason) {
-    case REASON.ABORTED: return false;
-    case REASON.DEADLINE: case REASON.TIMEOUT: return !err.late && err.onWireMs >= budgetMs / 2;
-    default: return true;
-  }
+  if (err.reason === REASON.ABORTED) return false;
+  if (gaveUp(err.reason)) return !err.late && err.onWireMs >= budgetMs / 2;
+  return true;
 }
 
 /** A request that surely never reached the backend (no connection, or its circuit refused it): safe to send again. */

@@ -26,7 +26,9 @@ const { performance } = require('node:perf_hooks');
 const {
   Circuit, REFUSED, FAILED, SLOW,
 } = require('./circuit');
-const { KIND, REASON, hostError } = require('./outcome');
+const {
+  KIND, REASON, hostError, gaveUp,
+} = require('./outcome');
 
 const STATE_VALUES = Object.freeze({ closed: 0, 'half-open': 1, open: 2 });
 const STATES = Object.freeze(['closed', 'half-open', 'open']);
@@ -40,7 +42,7 @@ const NONE = '(none)';
 function verdict(outcome) {
   if (outcome.kind !== KIND.HOST_ERROR) return false;
   if (outcome.blame !== true) return null;
-  return outcome.reason === REASON.TIMEOUT || outcome.reason === REASON.DEADLINE ? SLOW : FAILED;
+  return gaveUp(outcome.reason) ? SLOW : FAILED;
 }
 
 const monotonicMs = () => performance.now();

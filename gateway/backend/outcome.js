@@ -34,8 +34,8 @@ const REASON = Object.freeze({
 const httpReason = (status) => `http_${status}`;
 
 /**
- * Every `outcome` label, so that dashboards and tests can list them (docs/operations.md).
- * lost_router_gone: the router closed with the query unanswered; draining: refused at shutdown.
+ * Every `outcome` label, so that dashboards and tests can list them (docs/configuration.md).
+ * lost_router_gone: the router closed with the query unanswered.
  */
 const LABEL = Object.freeze({
   OK: 'ok', CACHED: 'cached', STALE: 'stale', FALLBACK: 'fallback', DUPLICATE: 'duplicate',
@@ -72,6 +72,9 @@ const OK_LABELS = new Set([LABEL.OK, LABEL.DUPLICATE, LABEL.CACHED, LABEL.STALE,
  */
 const isAnswered = (label) => OK_LABELS.has(label);
 
+/** The reasons of a request that gave up waiting (the query's deadline, a route's timeoutMs): slow, not refused. */
+const gaveUp = (reason) => reason === REASON.DEADLINE || reason === REASON.TIMEOUT;
+
 module.exports = {
-  KIND, REASON, LABEL, httpReason, ok, appError, hostError, labelOf, isAnswered,
+  KIND, REASON, LABEL, httpReason, ok, appError, hostError, labelOf, isAnswered, gaveUp,
 };
