@@ -7,7 +7,7 @@
 (function statusPage() {
   const COLORS = {
     ok: '#15803d', cached: '#0e7490', stale: '#b45309', fallback: '#7c3aed', duplicate: '#65a30d',
-    app_error: '#db2777', host_error: '#b91c1c', deadline: '#ea580c', aborted: '#6b7280', lost_router_gone: '#111827', draining: '#9ca3af',
+    app_error: '#db2777', host_error: '#b91c1c', deadline: '#ea580c', aborted: '#6b7280', lost_router_gone: '#111827',
   };
   const FAILED = new Set(['app_error', 'host_error', 'deadline', 'lost_router_gone']);
   const WINDOW_S = 300;
