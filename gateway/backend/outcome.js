@@ -68,7 +68,8 @@ function labelOf(outcome) {
 const OK_LABELS = new Set([LABEL.OK, LABEL.DUPLICATE, LABEL.CACHED, LABEL.STALE, LABEL.FALLBACK]);
 /**
  * Whether a label counts as answered (QUERY_RESP with data the router can use: from the backend,
- * the cache, a stale answer or the fallback) for a session's ok/failed totals; the rest failed.
+ * the cache, a stale answer or the fallback) for a session's totals. app_error is counted apart
+ * (the backend's own "no"); the rest failed.
  */
 const isAnswered = (label) => OK_LABELS.has(label);
 

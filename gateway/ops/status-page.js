@@ -10,7 +10,7 @@ const path = require('node:path');
 const SCRIPT = fs.readFileSync(path.join(__dirname, 'page', 'status.js'), 'utf8');
 
 const STYLE = `
-:root{--ok:#15803d;--warn:#b45309;--bad:#b91c1c;--mute:#6b7280;--line:#e5e7eb}
+:root{--ok:#15803d;--warn:#b45309;--bad:#b91c1c;--chosen:#4f46e5;--mute:#6b7280;--line:#e5e7eb}
 *{box-sizing:border-box}body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#111;background:#f9fafb}
 header{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:baseline;padding:12px 20px;background:#111827;color:#f9fafb}
 header h1{font-size:18px;margin:0}header span{color:#d1d5db}#updated.stale{color:#fca5a5}
@@ -27,7 +27,7 @@ section.wide{grid-column:1/-1}h2{font-size:15px;margin:0 0 8px}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);white-space:nowrap}
 th{position:sticky;top:0;background:#fff;color:var(--mute);font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-.ok{color:var(--ok)}.warn{color:var(--warn)}.bad{color:var(--bad)}.mute{color:var(--mute)}
+.ok{color:var(--ok)}.warn{color:var(--warn)}.bad{color:var(--bad)}.chosen{color:var(--chosen)}.mute{color:var(--mute)}
 li{margin:2px 0}ul{margin:0;padding-left:18px}
 @media (min-width:1800px){body{font-size:16px}.chart{height:220px}}
 `;

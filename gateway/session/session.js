@@ -462,17 +462,24 @@ class Session {
     };
   }
 
-  /** The counters, with the replies answered (ok) and failed added up from the outcomes. */
+  /**
+   * The counters, with the replies added up from the outcomes: answered (ok), the backend's own
+   * "no" (appError: an unknown caller, a 404 the routing script expects; an answer it chose, not a
+   * failure of ours), and failed.
+   */
   tally() {
     let ok = 0;
+    let appError = 0;
     let failed = 0;
     for (const [label, n] of Object.entries(this.outcomes)) {
       if (isAnswered(label)) ok += n;
+      else if (label === LABEL.APP_ERROR) appError += n;
       else failed += n;
     }
     const { queries, ...rest } = this.counters;
+    // appError after failed: log parsers written for "queries= ok= failed=" keep working.
     return {
-      queries, ok, failed, ...rest,
+      queries, ok, failed, appError, ...rest,
     };
   }
 }

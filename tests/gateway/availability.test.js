@@ -111,7 +111,7 @@ describe('availability', function () {
       const b = await switchable();
       cleanup.push(() => b.close());
       b.mode = '422';
-      const { c } = await stackWith(b.url, {
+      const { stack, c } = await stackWith(b.url, {
         fallback: { vars: { 2: 'default' } },
         'breaker.enabled': false,
         routes: { strict: { fallback: null }, lenient: { fallback: { vars: { 3: 'route' }, on4xx: true } } },
@@ -122,6 +122,11 @@ describe('availability', function () {
       b.mode = '500';
       assert.equal((await c.ask({ subtype: 'strict' })).status, STATUS.E_AG_HOST_ERROR1);
       assert.deepEqual((await c.ask({ subtype: 'other' })).vars, { 2: 'default' });
+      // The session's close line counts the backend's "no" apart: not ok, not failed.
+      c.close();
+      for (let i = 0; i < 100 && !stack.log.lines.some((l) => l.message === 'router disconnected'); i++) await new Promise((r) => setTimeout(r, 20));
+      const closed = stack.log.lines.find((l) => l.message === 'router disconnected');
+      assert.deepEqual([closed.queries, closed.ok, closed.appError, closed.failed], [4, 2, 1, 1]);
     });
   });
 

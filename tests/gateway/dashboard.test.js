@@ -37,4 +37,23 @@ describe('Grafana dashboard', () => {
     }
     assert.ok(panels.filter((p) => p.targets.some((t) => /by \(instance/.test(t.expr))).length >= 4, 'per-instance panels');
   });
+
+  it('counts as failed what the status page counts as failed, and app_error apart, in the page\'s colours', () => {
+    const fs = require('node:fs');
+    const { LABEL } = require('../../gateway/backend/outcome');
+    const dashboard = require(path.join(__dirname, '..', '..', 'docs', 'grafana-dashboard.json'));
+    const page = fs.readFileSync(path.join(__dirname, '..', '..', 'gateway', 'ops', 'page', 'status.js'), 'utf8');
+    const pageFailed = JSON.parse(page.match(/const FAILED = new Set\((\[[^\]]*\])\)/)[1].replace(/'/g, '"')).sort();
+    const pageColours = Object.fromEntries([...page.match(/const COLORS = \{([^}]*)\}/)[1].matchAll(/(\w+): '(#[0-9a-f]{6})'/g)].map((m) => [m[1], m[2]]));
+    assert.ok(!pageFailed.includes(LABEL.APP_ERROR));
+    const exprs = dashboard.panels.flatMap((p) => (p.targets || []).map((t) => t.expr));
+    const failedSets = exprs.map((e) => e.match(/outcome=~"([^"]+)"/)).filter(Boolean).map((m) => m[1].split('|').sort());
+    assert.ok(failedSets.length > 0);
+    for (const set of failedSets) assert.deepEqual(set, pageFailed);
+    assert.ok(exprs.some((e) => e.includes(`outcome="${LABEL.APP_ERROR}"`)), 'app_error has a line of its own');
+    const byOutcome = dashboard.panels.find((p) => p.targets && p.targets.some((t) => t.legendFormat === '{{outcome}}'));
+    const colours = Object.fromEntries(byOutcome.fieldConfig.overrides.map((o) => [o.matcher.options, o.properties[0].value.fixedColor]));
+    assert.deepEqual(colours, pageColours);
+    for (const label of Object.values(LABEL)) assert.ok(colours[label], `${label} has a colour`);
+  });
 });

@@ -1,6 +1,6 @@
 'use strict';
 
-/* global document -- page.evaluate callbacks run in the browser */
+/* global document, getComputedStyle -- page.evaluate callbacks run in the browser */
 
 // The admin port's live status page, in real Chromium (playwright-core) against a real stack:
 // `ged145 gateway` and `ged145 rest-sim` as child processes, two router sessions (sides A and
@@ -104,6 +104,53 @@ describe('the status page on the admin port', function () {
       assert.deepEqual(problems, []);
       assert.deepEqual(requests.filter((u) => !u.startsWith(`${origin}/`)), [], 'every request goes to the admin port');
       assert.ok(requests.some((u) => u === `${origin}/status`));
+      await page.close();
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it('the backend\'s "no" (app_error) has its own colour and column and is never counted as failed', async () => {
+    const s = await stack();
+    try {
+      const [a] = s.routers;
+      // 6 known callers, 4 the REST simulator does not know (HTTP 404: app_error, E_AG_HOST_ERROR2).
+      for (let k = 0; k < 10; k++) a.query(300 + k, { subtype: 'customer.lookup', clid: k < 6 ? `555${1000000 + k}` : `999${1000000 + k}` });
+      await a.waitFor((m) => m.invokeId === 309, 5000);
+      const { json } = await getJson(s.adminPort, '/status');
+      const side = json.sessions.find((x) => x.connectInfo === 'side-A lab');
+      assert.deepEqual([side.counters.queries, side.counters.ok, side.counters.appError, side.counters.failed], [10, 6, 4, 0]);
+      const page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
+      await page.goto(`http://127.0.0.1:${s.adminPort}/`);
+      await page.waitForFunction(() => Number(document.body.dataset.updates || 0) >= 1, null, { timeout: 10_000 });
+      const view = await page.evaluate(() => {
+        const head = [...document.querySelectorAll('#sessions th')].map((th) => th.textContent);
+        const rowA = [...document.querySelectorAll('#sessions tr')].find((tr) => tr.textContent.includes('side-A'));
+        const cell = (name) => rowA.children[head.indexOf(name)];
+        const tile = (label) => [...document.querySelectorAll('.tile')].find((t) => t.firstChild.textContent === label);
+        const outcome = [...document.querySelectorAll('#outcomes td')].find((td) => td.textContent === 'app_error');
+        const legend = [...document.querySelectorAll('#rate-legend span')].find((x) => x.textContent.includes('app_error'));
+        return {
+          appError: cell('app error').textContent,
+          appErrorColour: getComputedStyle(cell('app error')).color,
+          failed: cell('failed').textContent,
+          failedTile: tile('failed (60 s)').querySelector('b').textContent,
+          failedTileClass: tile('failed (60 s)').querySelector('b').className,
+          appTile: tile('app error (60 s)').querySelector('b').textContent,
+          outcomeColour: outcome && getComputedStyle(outcome).color,
+          legendColour: legend && getComputedStyle(legend.querySelector('i')).backgroundColor,
+        };
+      });
+      assert.deepEqual(view, {
+        appError: '4',
+        appErrorColour: 'rgb(79, 70, 229)',
+        failed: '0',
+        failedTile: '0 %',
+        failedTileClass: 'ok',
+        appTile: '40 %',
+        outcomeColour: 'rgb(79, 70, 229)',
+        legendColour: 'rgb(79, 70, 229)',
+      });
       await page.close();
     } finally {
       await s.stop();

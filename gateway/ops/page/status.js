@@ -7,9 +7,13 @@
 (function statusPage() {
   const COLORS = {
     ok: '#15803d', cached: '#0e7490', stale: '#b45309', fallback: '#7c3aed', duplicate: '#65a30d',
-    app_error: '#db2777', host_error: '#b91c1c', deadline: '#ea580c', aborted: '#6b7280', lost_router_gone: '#111827',
+    app_error: '#4f46e5', host_error: '#b91c1c', deadline: '#ea580c', aborted: '#6b7280', lost_router_gone: '#111827',
   };
-  const FAILED = new Set(['app_error', 'host_error', 'deadline', 'lost_router_gone']);
+  // app_error is the backend's own "no" (an unknown caller, a 404 the routing script expects): an
+  // answer it chose, shown apart in its own colour and column, never counted as a failure.
+  const FAILED = new Set(['host_error', 'deadline', 'lost_router_gone']);
+  const CHOSEN = new Set(['app_error']);
+  const outcomeClass = (n) => (FAILED.has(n) ? 'bad' : CHOSEN.has(n) ? 'chosen' : 'ok');
   const WINDOW_S = 300;
   const $ = (id) => document.getElementById(id);
 
@@ -127,6 +131,7 @@
     const failed60 = sum(last(60).map((s) => s.outcomes));
     const all60 = Object.values(failed60).reduce((a, b) => a + b, 0);
     const bad60 = Object.entries(failed60).filter(([k]) => FAILED.has(k)).reduce((a, [, v]) => a + v, 0);
+    const no60 = Object.entries(failed60).filter(([k]) => CHOSEN.has(k)).reduce((a, [, v]) => a + v, 0);
     const health = st.backend.length !== undefined ? st.backend : [st.backend];
     const backendState = health.every((b) => b.state === 'reachable') ? 'reachable' : 'failing';
     const open = st.sessions.filter((s) => s.state === 'open').length;
@@ -136,6 +141,7 @@
       tile('queries/s (10 s)', fmt(rate10, 1)),
       tile('p50 / p99 (60 s)', `${fmt(percentile(lat60, st.history.bounds, 0.5))} / ${fmt(percentile(lat60, st.history.bounds, 0.99))} ms`),
       tile('failed (60 s)', all60 === 0 ? '-' : `${fmt((100 * bad60) / all60, 1)} %`, bad60 > 0 ? 'bad' : 'ok', `${fmt(bad60)} of ${fmt(all60)}`),
+      tile('app error (60 s)', all60 === 0 ? '-' : `${fmt((100 * no60) / all60, 1)} %`, 'chosen', `the backend's "no": ${fmt(no60)}`),
       tile('sessions open', String(open), open > 0 ? 'ok' : 'warn', `${st.sessions.length} connected`),
       tile('in flight', fmt(st.sessions.reduce((a, s) => a + s.inFlight + (s.waiting || 0), 0))),
       tile('backend', backendState, backendState === 'reachable' ? 'ok' : 'bad'));
@@ -155,11 +161,12 @@
 
     // Sessions
     const multi = st.processes.length > 1;
-    replace($('sessions'), row(['peer', 'connect info', ...(multi ? ['worker'] : []), 'state', 'opened', 'queries', 'ok', 'failed', 'in flight', 'waiting',
-      'last heartbeat', 'DES', 'TLS'], true), st.sessions.map((s) => row([s.peer, s.connectInfo || '-', ...(multi ? [String(s.pid)] : []),
+    const sessionHead = ['peer', 'connect info', ...(multi ? ['worker'] : []), 'state', 'opened', 'queries', 'ok', 'app error', 'failed', 'in flight',
+      'waiting', 'last heartbeat', 'DES', 'TLS'];
+    replace($('sessions'), row(sessionHead, true), st.sessions.map((s) => row([s.peer, s.connectInfo || '-', ...(multi ? [String(s.pid)] : []),
       { text: s.state, class: s.state === 'open' ? 'ok' : 'warn' }, time(s.openedAt), num(fmt(s.counters.queries)), num(fmt(s.counters.ok)),
-      num(fmt(s.counters.failed), s.counters.failed > 0 ? 'bad' : ''), num(fmt(s.inFlight)), num(fmt(s.waiting || 0)), ago(s.lastHeartbeatAt),
-      s.encrypted ? 'yes' : 'no', s.tls ? 'yes' : 'no'])));
+      num(fmt(s.counters.appError || 0), 'chosen'), num(fmt(s.counters.failed), s.counters.failed > 0 ? 'bad' : ''),
+      num(fmt(s.inFlight)), num(fmt(s.waiting || 0)), ago(s.lastHeartbeatAt), s.encrypted ? 'yes' : 'no', s.tls ? 'yes' : 'no'])));
     const refused = Object.entries(st.refused).filter(([, n]) => n > 0);
     replace($('refused'), refused.length === 0 ? 'no connection refused' : `connections refused: ${refused.map(([k, n]) => `${k} ${fmt(n)}`).join(', ')}`);
 
@@ -204,7 +211,7 @@
       return num(`${fmt(percentile(b, st.history.bounds, 0.5))} / ${fmt(percentile(b, st.history.bounds, 0.99))}`);
     };
     replace($('outcomes'), row(['outcome or subtype', 'queries', 'share', 'p50 / p99 ms'], true),
-      names.map((n) => row([{ text: n, class: FAILED.has(n) ? 'bad' : 'ok' }, num(fmt(outcomes5[n])), num(`${fmt((100 * outcomes5[n]) / total5, 1)} %`),
+      names.map((n) => row([{ text: n, class: outcomeClass(n) }, num(fmt(outcomes5[n])), num(`${fmt((100 * outcomes5[n]) / total5, 1)} %`),
         latencyOf('byOutcome', n)])),
       Object.entries(subtypes).sort((a, b) => b[1] - a[1]).map(([k, n]) => row([`subtype ${k}`, num(fmt(n)), num(`${fmt((100 * n) / total5, 1)} %`),
         latencyOf('bySubtype', k)])));
