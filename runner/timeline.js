@@ -1,9 +1,12 @@
 'use strict';
 
 // Per-second series of a run, for the charts: answers/s, latency percentiles of that second,
-// and errors of that second, taken from the router simulator's reply events.
+// and errors of that second, taken from the router simulator's reply events. The backend's own
+// "no" (app_error, which our gateway answers E_AG_HOST_ERROR2) is a series of its own, apart
+// from the failures, as on the gateway's status page.
 
 const { newHistogram } = require('../simulator/stats');
+const { STATUS } = require('../lib/protocol');
 
 class Timeline {
   constructor(router, { intervalMs = 1000 } = {}) {
@@ -13,16 +16,20 @@ class Timeline {
     this.hist = newHistogram();
     this.answers = 0;
     this.errors = 0;
+    this.appErrors = 0;
     this.t0 = Date.now();
+    this.last = this.t0;
     this.onReply = (msg, latencyMs) => {
       this.answers++;
-      if (msg.status !== 0) this.errors++;
+      if (msg.status === STATUS.E_AG_HOST_ERROR2) this.appErrors++;
+      else if (msg.status !== STATUS.E_AG_NO_ERROR) this.errors++;
       this.hist.recordValue(Math.max(1, Math.round(latencyMs * 1000)));
     };
   }
 
   start() {
     this.t0 = Date.now();
+    this.last = this.t0;
     this.router.on('reply', this.onReply);
     this.timer = setInterval(() => this.flush(), this.intervalMs);
     return this;
@@ -31,11 +38,16 @@ class Timeline {
   flush() {
     const h = this.hist;
     const n = h.totalCount;
+    const now = Date.now();
+    // Rates over the time this point covers: the last one, at stop(), is usually shorter.
+    const perSec = 1000 / Math.max(1, now - this.last);
+    this.last = now;
     this.points.push({
-      t: Math.round((Date.now() - this.t0) / 100) / 10,
-      txPerSec: (this.answers * 1000) / this.intervalMs,
-      okPerSec: ((this.answers - this.errors) * 1000) / this.intervalMs,
-      failedPerSec: (this.errors * 1000) / this.intervalMs,
+      t: Math.round((now - this.t0) / 100) / 10,
+      txPerSec: this.answers * perSec,
+      okPerSec: (this.answers - this.errors - this.appErrors) * perSec,
+      appErrorPerSec: this.appErrors * perSec,
+      failedPerSec: this.errors * perSec,
       errors: this.errors,
       p50: n ? h.getValueAtPercentile(50) / 1000 : null,
       p99: n ? h.getValueAtPercentile(99) / 1000 : null,
@@ -45,6 +57,7 @@ class Timeline {
     h.reset();
     this.answers = 0;
     this.errors = 0;
+    this.appErrors = 0;
   }
 
   stop() {

@@ -2,8 +2,10 @@
 
 // Console text for a run summary: one aligned block, figures an operator reads at a glance.
 
-const num = (n) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toFixed(2));
-const ms = (n) => `${n < 10 ? n.toFixed(3) : n.toFixed(1)} ms`;
+/** One number format for every report: grouped thousands ("6,881"), a fixed count of decimals. */
+const fixed = (n, digits = 0) => Number(n).toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const num = (n) => (Number.isInteger(n) ? fixed(n) : fixed(n, 2));
+const ms = (n) => `${n < 10 ? fixed(n, 3) : fixed(n, 1)} ms`;
 
 function kv(obj) {
   const entries = Object.entries(obj).filter(([, v]) => v);
@@ -18,7 +20,7 @@ function formatSummary(title, s) {
     ['late / timeout / lost', `${num(s.late)} / ${num(s.timeout)} / ${num(s.lost)}`],
     ['protocol violations', kv(s.violations)],
     ['heartbeats', `sent ${num(s.heartbeats.sent)}, answered ${num(s.heartbeats.answered)}, missed ${num(s.heartbeats.missed)}`],
-    ['throughput', `${num(Math.round(s.txPerSec))} tx/s over ${(s.elapsedMs / 1000).toFixed(1)} s`],
+    ['throughput', `${num(Math.round(s.txPerSec))} tx/s over ${fixed(s.elapsedMs / 1000, 1)} s`],
     ['latency', `p50 ${ms(l.p50)}  p90 ${ms(l.p90)}  p99 ${ms(l.p99)}  p99.9 ${ms(l.p999)}  max ${ms(l.max)}`],
   ];
   if (s.injected.reject || s.injected.fatal) {
@@ -32,4 +34,6 @@ function formatSummary(title, s) {
   return `${title}\n${rows.map(([k, v]) => `  ${k.padEnd(w)}  ${v}`).join('\n')}\n`;
 }
 
-module.exports = { formatSummary };
+module.exports = {
+  formatSummary, fixed, num, ms,
+};

@@ -2,13 +2,15 @@
 
 // The console report: one compact, aligned block per suite.
 
+const { fixed } = require('../../simulator/format');
+
 function block(result) {
   const rows = [...(result.rows || [])];
   const mon = result.monitor;
   if (mon && mon.processes && result.suite !== 'soak') {
     for (const [name, p] of Object.entries(mon.processes)) {
       if (p.samples.length) rows.push([
-        `${name} CPU/RSS`, `CPU mean ${p.cpuMean.toFixed(1)}%, high ${p.cpuMax.toFixed(1)}%; RSS high ${(p.rssMaxKb / 1024).toFixed(1)} MiB (${mon.source})`,
+        `${name} CPU/RSS`, `CPU mean ${fixed(p.cpuMean, 1)}%, high ${fixed(p.cpuMax, 1)}%; RSS high ${fixed(p.rssMaxKb / 1024, 1)} MiB (${mon.source})`,
       ]);
     }
   }

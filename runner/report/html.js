@@ -7,6 +7,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { errorsByKind, errorSuiteKinds } = require('../suites/common');
+const { fixed } = require('../../simulator/format');
 
 /** Chart.js's browser bundle, the file its package.json publishes for CDNs (`unpkg`), not a path we guess. */
 function chartJsPath() {
@@ -38,7 +39,7 @@ function chartData(r) {
 /** The charts of a suite, in order: [kind, caption]. */
 const CHARTS = [
   ['transactions', 'Latency of each transaction (ms), in the order sent'],
-  ['throughput', 'Answers per second over time: ok apart from failed'],
+  ['throughput', 'Answers per second over time: ok, the backend\'s "no" (app error) and failed, each apart'],
   ['latency', 'Latency percentiles over time (ms)'],
   ['distribution', 'Latency distribution (ms by percentile)'],
   ['errors', 'Errors by kind'],
@@ -46,16 +47,26 @@ const CHARTS = [
   ['rss', 'RSS over time (MiB)'],
 ];
 
-/** Why a chart would be empty for this suite's data, or null when it has something to show. */
+/**
+ * Why a chart would be empty, or a single dot, for this suite's data; null when it has a line to
+ * show. A chart over time needs two points at least.
+ */
 function missing(r, kind) {
   const samples = Object.values((r.monitor && r.monitor.processes) || {}).reduce((n, p) => Math.max(n, p.samples.length), 0);
+  const points = (r.timeline || []).length;
+  const lasted = r.summary && r.summary.elapsedMs !== undefined ? `the run lasted ${fixed(r.summary.elapsedMs / 1000, 2)} s` : 'the run was short';
   switch (kind) {
     case 'transactions': return r.transactions ? null : 'skip';
     case 'throughput':
-    case 'latency': return (r.timeline || []).length >= 1 ? null : 'no answer was recorded';
+    case 'latency':
+      if (points >= 2) return null;
+      if (points === 0) return 'no answer was recorded';
+      return `${lasted}, one point of the timeline${r.transactions ? '; the chart of each transaction shows every latency' : ''}`;
     case 'distribution': return (r.distribution || []).length > 0 ? null : 'no latency was recorded';
     case 'errors': return Object.keys(r.summary ? errorsOf(r.summary) : {}).length > 0 ? null : 'none: no error of any kind';
-    default: return samples >= 1 ? null : 'the run ended before the first CPU/RSS sample (one a second)';
+    default:
+      if (samples >= 2) return null;
+      return `${lasted}, ${samples === 0 ? 'before the first CPU/RSS sample' : 'one CPU/RSS sample'} (one a second): a line needs two`;
   }
 }
 

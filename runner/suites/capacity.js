@@ -5,8 +5,9 @@
 // backend's errors, an open circuit, the gateway's CPU, its event loop, or latency alone.
 
 const {
-  measured, errorCount, errorsByKind, progress,
+  measured, errorCount, errorsByKind, kindsText, progress,
 } = require('./common');
+const { fixed, num } = require('../../simulator/format');
 
 /** Gateway CPU (% of one core) from which the gateway itself is the limit. */
 const CPU_BOUND_PCT = 90;
@@ -32,14 +33,14 @@ function limitOf(step, status, budgetMs) {
   if (open.length > 0) why.push(`an open circuit (${[...new Set(open)].join(', ')}): queries answered without asking the backend`);
   const failing = backend && backend.find((b) => b.state === 'failing');
   if (failing) why.push(`the backend failing (last error: ${failing.lastError})`);
-  const kinds = Object.entries(step.errorsByKind).sort((a, b) => b[1] - a[1]);
-  if (kinds.length > 0) why.push(`errors: ${kinds.map(([k, v]) => `${k} ${v}`).join(', ')}`);
-  if (step.gatewayCpu !== null && step.gatewayCpu >= CPU_BOUND_PCT) why.push(`the gateway's CPU (${step.gatewayCpu.toFixed(0)}% of a core)`);
+  const kinds = kindsText(step.errorsByKind);
+  if (kinds) why.push(`errors: ${kinds}`);
+  if (step.gatewayCpu !== null && step.gatewayCpu >= CPU_BOUND_PCT) why.push(`the gateway's CPU (${fixed(step.gatewayCpu)}% of a core)`);
   const lag = status && Math.max(...status.processes.map((p) => p.eventLoopLag.p99Ms));
-  if (lag !== null && lag >= LAG_BOUND_MS) why.push(`the gateway's event loop (lag p99 ${lag.toFixed(0)} ms)`);
+  if (lag !== null && lag >= LAG_BOUND_MS) why.push(`the gateway's event loop (lag p99 ${fixed(lag)} ms)`);
   if (why.length === 0 && step.p99 > budgetMs) {
-    const cpu = step.gatewayCpu === null ? 'not sampled' : `${step.gatewayCpu.toFixed(0)}%`;
-    why.push(`latency alone: p99 ${step.p99.toFixed(1)} ms over the ${budgetMs} ms budget, no errors, gateway CPU ${cpu}`);
+    const cpu = step.gatewayCpu === null ? 'not sampled' : `${fixed(step.gatewayCpu)}%`;
+    why.push(`latency alone: p99 ${fixed(step.p99, 1)} ms over the ${num(budgetMs)} ms budget, no errors, gateway CPU ${cpu}`);
   }
   return why.join('; ');
 }
@@ -61,7 +62,7 @@ async function capacity(ctx, {
   let limitedBy = null;
   if (ctx.system) await gatewayStatus(ctx); // the first look starts the gateway's CPU and lag counters afresh
   for (let rate = start; rate <= max; rate += step) {
-    bar.update(Math.min(1, (rate - start) / (max - start + 1)), `${rate}/s`);
+    bar.update(Math.min(1, (rate - start) / (max - start + 1)), `${num(rate)}/s`);
     const res = await measured(ctx, {}, (router) => router.runOpenLoop({ rate, durationMs: stepS * 1000 }));
     const status = await gatewayStatus(ctx);
     const s = res.summary;
@@ -92,19 +93,19 @@ async function capacity(ctx, {
   const stop = steps.at(-1);
   return {
     suite: 'capacity',
-    title: `capacity: +${step} queries/s every ${stepS} s from ${start} until p99 > ${budgetMs} ms or errors`,
+    title: `capacity: +${num(step)} queries/s every ${num(stepS)} s from ${num(start)} until p99 > ${num(budgetMs)} ms or errors`,
     figures: {
       sustainableRate: sustainable, budgetMs, steps, limitedBy,
     },
     rows: [
       ...steps.map((x) => {
-        const cpu = x.gatewayCpu !== null ? `, gateway CPU ${x.gatewayCpu.toFixed(0)}%` : '';
-        return [`${x.rate}/s`, `achieved ${Math.round(x.achieved)}/s, ${x.successPct.toFixed(1)}% answered ok, p50 ${x.p50.toFixed(2)} ms, `
-          + `p99 ${x.p99.toFixed(2)} ms, errors ${x.errors}${cpu} ${x.ok ? 'held' : 'FAILED'}`];
+        const cpu = x.gatewayCpu !== null ? `, gateway CPU ${fixed(x.gatewayCpu)}%` : '';
+        return [`${num(x.rate)}/s`, `achieved ${fixed(x.achieved)}/s, ${fixed(x.successPct, 1)}% answered ok, p50 ${fixed(x.p50, 2)} ms, `
+          + `p99 ${fixed(x.p99, 2)} ms, errors ${num(x.errors)}${cpu} ${x.ok ? 'held' : 'FAILED'}`];
       }),
       [
         'highest sustainable',
-        `${sustainable.toLocaleString('en-US')} queries/s (p99 budget ${budgetMs} ms)${stop && stop.ok ? ' (the step limit was reached first)' : ''}`,
+        `${num(sustainable)} queries/s (p99 budget ${num(budgetMs)} ms)${stop && stop.ok ? ' (the step limit was reached first)' : ''}`,
       ],
       ['limited by', limitedBy === null ? 'nothing: every step held' : limitedBy],
     ],

@@ -6,6 +6,7 @@
 const { Router } = require('../../simulator/router');
 const { Timeline, distribution } = require('../timeline');
 const { ProcessMonitor } = require('../monitor');
+const { num } = require('../../simulator/format');
 
 /** Runs fn(router) with the timeline and the monitor around it; returns the raw material of a report. */
 async function measured(ctx, { timelineMs = 1000, ...routerOptions }, fn) {
@@ -74,10 +75,13 @@ function errorSuiteKinds(s) {
   return { expected, unexpected };
 }
 
-/** "1422 errors (E_AG_HOST_ERROR1 1400, late 22)": a failed verdict names what failed and how often. */
+/** "E_AG_HOST_ERROR1 1,400, late 22": counts by kind, the largest first, in the reports' one number format. */
+const kindsText = (counts) => Object.entries(counts).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${num(v)}`).join(', ');
+
+/** "1,422 errors (E_AG_HOST_ERROR1 1,400, late 22)": a failed verdict names what failed and how often. */
 function errorsText(s, what = 'errors') {
-  const kinds = Object.entries(errorsByKind(s)).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`);
-  return `${errorCount(s)} ${what}${kinds.length > 0 ? ` (${kinds.join(', ')})` : ''}`;
+  const kinds = kindsText(errorsByKind(s));
+  return `${num(errorCount(s))} ${what}${kinds ? ` (${kinds})` : ''}`;
 }
 
 /** A progress bar callback (or a no-op): update(fraction 0..1, label). */
@@ -86,5 +90,5 @@ function progress(ctx, title) {
 }
 
 module.exports = {
-  measured, errorCount, errorsByKind, errorSuiteKinds, errorsText, progress,
+  measured, errorCount, errorsByKind, errorSuiteKinds, errorsText, kindsText, progress,
 };

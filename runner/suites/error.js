@@ -4,6 +4,7 @@
 // injected; every induced error must be caught, and nothing else may go wrong.
 
 const { measured, progress, errorSuiteKinds } = require('./common');
+const { fixed, num } = require('../../simulator/format');
 
 async function error(ctx, { durationS = 60, invalidRate = 0.15, frag = 4, window = 4 } = {}) {
   const bar = progress(ctx, 'error');
@@ -24,15 +25,16 @@ async function error(ctx, { durationS = 60, invalidRate = 0.15, frag = 4, window
   const others = Object.entries(kinds.unexpected).filter(([k]) => k !== 'lost' && !k.startsWith('violation: '));
   const unexpected = others.reduce((a, [, v]) => a + v, 0);
   const reasons = [];
-  if (caughtRejects !== inducedRejects) reasons.push(`rejects induced ${inducedRejects}, caught ${caughtRejects}`);
-  if (caughtFatal !== inducedFatal) reasons.push(`fatal frames induced ${inducedFatal}, caught ${caughtFatal}`);
-  if (violations) reasons.push(`${violations} protocol violations`);
-  if (unexpected) reasons.push(`${unexpected} queries failed (${others.map(([k, v]) => `${k} ${v}`).join(', ')})`);
+  const othersText = others.map(([k, v]) => `${k} ${num(v)}`).join(', ');
+  if (caughtRejects !== inducedRejects) reasons.push(`rejects induced ${num(inducedRejects)}, caught ${num(caughtRejects)}`);
+  if (caughtFatal !== inducedFatal) reasons.push(`fatal frames induced ${num(inducedFatal)}, caught ${num(caughtFatal)}`);
+  if (violations) reasons.push(`${num(violations)} protocol violations`);
+  if (unexpected) reasons.push(`${num(unexpected)} queries failed (${othersText})`);
   // The gateway answers every query it read before a fatal frame; only those sent after it go.
-  if (s.lost) reasons.push(`${s.lost} queries lost that the gateway had read`);
+  if (s.lost) reasons.push(`${num(s.lost)} queries lost that the gateway had read`);
   return {
     suite: 'error',
-    title: `error: ${durationS} s, fragmented writes (0-${frag} extra splits), invalid frames before ${Math.round(invalidRate * 100)}% of queries`,
+    title: `error: ${num(durationS)} s, fragmented writes (0-${frag} extra splits), invalid frames before ${Math.round(invalidRate * 100)}% of queries`,
     figures: {
       transactions: s.answered, txPerSec: s.txPerSec, induced: {
         reject: inducedRejects, fatal: inducedFatal,
@@ -40,18 +42,18 @@ async function error(ctx, { durationS = 60, invalidRate = 0.15, frag = 4, window
     },
     // Expected outcomes first, then what must be zero; every count adds up to the one above it.
     rows: [
-      ['transactions', `${s.answered.toLocaleString('en-US')} (${Math.round(s.txPerSec).toLocaleString('en-US')} tx/s)`],
-      ['induced errors', `${inducedRejects + inducedFatal} (${inducedRejects} rejects, ${inducedFatal} fatal)`],
-      ['expected: rejects caught', `${caughtRejects} of ${inducedRejects}: ${s.caught.reject} answered E_AG_INVALID_MESSAGE, `
-        + `${s.voided.reject} sent behind a fatal frame (never read)`],
-      ['expected: fatal caught', `${caughtFatal} of ${inducedFatal}: ${s.caught.fatal} connections closed by the gateway `
-        + `(${Object.entries(gatewayCloses).map(([k, v]) => `${v} x ${k.replace('host closed after ', '')}`).join(', ') || 'none'}), `
-        + `${s.voided.fatal} sent behind another fatal frame (never read)`],
-      ['expected: queries voided', `${s.voided.queries} sent behind a fatal frame, which the gateway never reads`],
-      ['expected: not sent while reconnecting', `${s.unsent || 0} due while the router reconnected after a fatal frame`],
-      ['unexpected: queries lost', String(s.lost)],
-      ['unexpected: other failures', others.length === 0 ? '0' : `${unexpected} (${others.map(([k, v]) => `${k} ${v}`).join(', ')})`],
-      ['unexpected: protocol violations', String(violations)],
+      ['transactions', `${num(s.answered)} (${fixed(s.txPerSec)} tx/s)`],
+      ['induced errors', `${num(inducedRejects + inducedFatal)} (${num(inducedRejects)} rejects, ${num(inducedFatal)} fatal)`],
+      ['expected: rejects caught', `${num(caughtRejects)} of ${num(inducedRejects)}: ${num(s.caught.reject)} answered E_AG_INVALID_MESSAGE, `
+        + `${num(s.voided.reject)} sent behind a fatal frame (never read)`],
+      ['expected: fatal caught', `${num(caughtFatal)} of ${num(inducedFatal)}: ${num(s.caught.fatal)} connections closed by the gateway `
+        + `(${Object.entries(gatewayCloses).map(([k, v]) => `${num(v)} x ${k.replace('host closed after ', '')}`).join(', ') || 'none'}), `
+        + `${num(s.voided.fatal)} sent behind another fatal frame (never read)`],
+      ['expected: queries voided', `${num(s.voided.queries)} sent behind a fatal frame, which the gateway never reads`],
+      ['expected: not sent while reconnecting', `${num(s.unsent || 0)} due while the router reconnected after a fatal frame`],
+      ['unexpected: queries lost', num(s.lost)],
+      ['unexpected: other failures', others.length === 0 ? '0' : `${num(unexpected)} (${othersText})`],
+      ['unexpected: protocol violations', num(violations)],
     ],
     verdict: { pass: reasons.length === 0, reasons },
     ...res,

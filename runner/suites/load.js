@@ -3,8 +3,9 @@
 // load: a fixed rate for a duration, no faults: every query must succeed in time.
 
 const {
-  measured, errorCount, errorsByKind, errorsText, progress,
+  measured, errorCount, errorsByKind, errorsText, kindsText, progress,
 } = require('./common');
+const { fixed, num } = require('../../simulator/format');
 
 async function load(ctx, { rate = 500, durationS = 20, sides = ['A'], mode } = {}) {
   const bar = progress(ctx, 'load');
@@ -18,15 +19,15 @@ async function load(ctx, { rate = 500, durationS = 20, sides = ['A'], mode } = {
   const l = s.latencyMs;
   return {
     suite: 'load',
-    title: `load: ${rate} queries/s for ${durationS} s`,
+    title: `load: ${num(rate)} queries/s for ${num(durationS)} s`,
     figures: {
       transactions: s.answered, errors, txPerSec: s.txPerSec, latencyMs: l, errorsByKind: errorsByKind(s),
     },
     rows: [
-      ['transactions', `${s.answered.toLocaleString('en-US')} of ${s.sent.toLocaleString('en-US')} sent`],
-      ['errors', `${errors}${errors ? ` (${Object.entries(errorsByKind(s)).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`],
-      ['throughput', `${Math.round(s.txPerSec).toLocaleString('en-US')} tx/s`],
-      ['latency', `p50 ${l.p50.toFixed(2)} ms, p90 ${l.p90.toFixed(2)}, p99 ${l.p99.toFixed(2)}, p99.9 ${l.p999.toFixed(2)}, max ${l.max.toFixed(2)}`],
+      ['transactions', `${num(s.answered)} of ${num(s.sent)} sent`],
+      ['errors', `${num(errors)}${errors ? ` (${kindsText(errorsByKind(s))})` : ''}`],
+      ['throughput', `${fixed(s.txPerSec)} tx/s`],
+      ['latency', `p50 ${fixed(l.p50, 2)} ms, p90 ${fixed(l.p90, 2)}, p99 ${fixed(l.p99, 2)}, p99.9 ${fixed(l.p999, 2)}, max ${fixed(l.max, 2)}`],
     ],
     verdict: { pass: errors === 0, reasons: errors ? [errorsText(s)] : [] },
     ...res,

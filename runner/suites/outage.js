@@ -9,6 +9,7 @@
 const {
   measured, errorCount, errorsByKind, errorsText, progress,
 } = require('./common');
+const { fixed, num } = require('../../simulator/format');
 
 /** The gateway settings this suite runs with (written to a config file by runner/index.js). */
 const OUTAGE_CONFIG = Object.freeze({
@@ -28,8 +29,13 @@ const PHASES = Object.freeze([
   { name: 'back', from: 0.6, faults: {} },
 ]);
 
+// app_error (the backend's own "no") is a group of its own, never a host error: the status page's split.
 const OUTCOME_GROUPS = Object.freeze({
-  ok: ['ok', 'cached', 'duplicate'], stale: ['stale'], fallback: ['fallback'], 'host error': ['host_error', 'deadline', 'app_error', 'draining'],
+  ok: ['ok', 'cached', 'duplicate'],
+  stale: ['stale'],
+  fallback: ['fallback'],
+  'app error': ['app_error'],
+  'host error': ['host_error', 'deadline', 'lost_router_gone'],
 });
 
 /** Sum of ged145_queries_total by outcome, from the gateway's Prometheus text. */
@@ -91,16 +97,17 @@ async function outage(ctx, { rate = 200, durationS = 40 } = {}) {
   if (errors) reasons.push(errorsText(s, 'queries without a QUERY_RESP in time'));
   if (byPhase.back.ok === 0) reasons.push('no answer from the backend after it came back');
   if (byPhase.slow.stale + byPhase.slow.fallback + byPhase.down.stale + byPhase.down.fallback === 0) reasons.push('the outage was not felt');
-  const fmt = (o) => Object.entries(o).map(([g, n]) => `${g} ${n.toLocaleString('en-US')}`).join(', ');
+  const secs = (x) => fixed(x, Number.isInteger(x) ? 0 : 1);
+  const fmt = (o) => Object.entries(o).map(([g, n]) => `${g} ${num(n)}`).join(', ');
   return {
     suite: 'outage',
-    title: `outage: ${rate} queries/s for ${durationS} s; the backend slow (400 ms) from ${windows[0].from} s, `
-      + `down from ${windows[1].from} s, back at ${windows[1].to} s`,
+    title: `outage: ${num(rate)} queries/s for ${num(durationS)} s; the backend slow (400 ms) from ${secs(windows[0].from)} s, `
+      + `down from ${secs(windows[1].from)} s, back at ${secs(windows[1].to)} s`,
     figures: {
       transactions: s.answered, errors, byPhase, windows, perSecond: seconds, config: OUTAGE_CONFIG,
     },
     rows: [
-      ['transactions', `${s.answered.toLocaleString('en-US')} of ${s.sent.toLocaleString('en-US')} sent; ${s.ok.toLocaleString('en-US')} QUERY_RESP`],
+      ['transactions', `${num(s.answered)} of ${num(s.sent)} sent; ${num(s.ok)} QUERY_RESP`],
       ...PHASES.map((p) => [`answers while ${p.name}`, fmt(byPhase[p.name])]),
       ['router errors', errors ? fmt(errorsByKind(s)) : 'none'],
     ],

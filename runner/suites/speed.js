@@ -4,6 +4,7 @@
 
 const { measured, errorCount, errorsText } = require('./common');
 const { newHistogram } = require('../../simulator/stats');
+const { fixed, num } = require('../../simulator/format');
 
 async function speed(ctx, { count = 10 } = {}) {
   const hb = newHistogram();
@@ -36,15 +37,15 @@ async function speed(ctx, { count = 10 } = {}) {
     },
   };
   const errors = errorCount(s);
-  const timing = (f) => `${f.elapsedMs.toFixed(1)} ms; avg ${f.avgMs.toFixed(3)} ms, p50 ${f.p50Ms.toFixed(3)} ms, p99 ${f.p99Ms.toFixed(3)} ms`;
+  const timing = (f) => `${fixed(f.elapsedMs, 1)} ms; avg ${fixed(f.avgMs, 3)} ms, p50 ${fixed(f.p50Ms, 3)} ms, p99 ${fixed(f.p99Ms, 3)} ms`;
   return {
     suite: 'speed',
-    title: `speed: ${count} sequential heartbeats, then ${count} sequential queries`,
+    title: `speed: ${num(count)} sequential heartbeats, then ${num(count)} sequential queries`,
     figures,
     rows: [
-      ['heartbeats', `${count} in ${timing(figures.heartbeats)}`],
-      ['queries', `${s.answered} in ${timing(figures.queries)}`],
-      ['errors', String(errors)],
+      ['heartbeats', `${num(count)} in ${timing(figures.heartbeats)}`],
+      ['queries', `${num(s.answered)} in ${timing(figures.queries)}`],
+      ['errors', num(errors)],
     ],
     verdict: { pass: errors === 0 && s.ok === count, reasons: errors ? [errorsText(s)] : [] },
     transactions,

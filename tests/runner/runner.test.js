@@ -128,6 +128,23 @@ describe('test runner', function () {
           expectedColour: getComputedStyle(document.querySelector('tr.expected th')).color,
           throughputSets: window.Chart.getChart(document.querySelector('canvas[data-chart="throughput"]')).data.datasets.map((d) => d.label),
           speedTimeline: [...document.querySelectorAll('section')][0].querySelectorAll('canvas[data-chart="latency"]').length,
+          speedNotes: [...[...document.querySelectorAll('section')][0].querySelectorAll('p.empty')].map((p) => [p.dataset.empty, p.textContent]),
+          // A chart over time is a line: two points at least, never a single dot.
+          timePoints: canvases.filter((c) => ['throughput', 'latency', 'cpu', 'rss'].includes(c.dataset.chart))
+            .map((c) => Math.min(...window.Chart.getChart(c).data.datasets.map((d) => d.data.length))),
+          // No axis label is wider than its axis (the error chart's long category names were clipped).
+          clipped: canvases.flatMap((c) => {
+            const ch = window.Chart.getChart(c);
+            return Object.values(ch.scales).filter((sc) => sc.axis === 'y' && sc.type === 'category').flatMap((sc) => {
+              const ctx = c.getContext('2d');
+              ctx.font = sc._resolveTickFontOptions(0).string;
+              const lines = sc.ticks.flatMap((t) => [].concat(t.label));
+              const skipped = sc.ticks.length < sc.getLabels().length ? [`${c.dataset.chart}: ${sc.getLabels().length - sc.ticks.length} labels skipped`] : [];
+              return [...skipped, ...lines.filter((l) => ctx.measureText(l).width > sc.width).map((l) => `${c.dataset.chart}: ${l}`)];
+            });
+          }),
+          // One number format: no figure of four digits or more without grouping.
+          ungrouped: [...document.querySelectorAll('table.figures td, h2')].map((e) => e.textContent).filter((t) => /(?<![\d,.])\d{4,}/.test(t)),
           // The error suite: what its chart draws red, and what its table says was unexpected.
           errorChart: (() => {
             const section = [...document.querySelectorAll('section')][1];
@@ -149,10 +166,14 @@ describe('test runner', function () {
       assert.equal(check.painted, check.canvases);
       assert.equal(check.speedCharts, 1);
       assert.ok(check.kinds.includes('transactions') && check.kinds.includes('throughput'), check.kinds.join());
-      // Only a chart with nothing to show says so: no errors, or (a sub-second speed run) no CPU/RSS sample yet.
-      assert.ok(check.empty.every((k) => ['errors', 'cpu', 'rss'].includes(k)), check.empty.join());
-      assert.equal(check.speedTimeline, 1, 'the speed suite charts its latency over time, however short the run');
-      assert.deepEqual(check.throughputSets, ['ok answers/s', 'failed answers/s']);
+      // Only a chart with no line to show says so: no errors, or a run too short for two points (the speed suite's 20 transactions).
+      assert.ok(check.empty.every((k) => ['errors', 'cpu', 'rss', 'throughput', 'latency'].includes(k)), check.empty.join());
+      assert.ok(check.timePoints.every((n) => n >= 2), `every chart over time has two points at least: ${check.timePoints}`);
+      assert.ok(check.speedTimeline === 1 || check.speedNotes.some(([k, text]) => k === 'latency' && /the run lasted [\d.]+ s, one point/.test(text)),
+        JSON.stringify(check.speedNotes));
+      assert.deepEqual(check.clipped, []);
+      assert.deepEqual(check.ungrouped, []);
+      assert.deepEqual(check.throughputSets, ['ok answers/s', 'app error answers/s (the backend\'s "no")', 'failed answers/s']);
       assert.equal(check.errorChart.red, check.errorChart.table, `the error chart and its table agree: ${check.errorChart.labels}`);
       assert.equal(check.summaryRows, 3);
       // The error suite passed: its expected outcomes in blue, its unexpected ones all zero (green).

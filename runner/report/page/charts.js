@@ -9,6 +9,18 @@
 (function () {
   const suites = JSON.parse(document.getElementById('report-data').textContent);
   const colors = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
+  // The backend's own "no" (app_error): the status page's colour, apart from the failures.
+  const APP_ERROR = '#4f46e5';
+  /** A category label too long for its axis, in lines of at most `width` characters (Chart.js draws an array as lines). */
+  function wrap(text, width) {
+    const lines = [];
+    text.split(' ').forEach(function (word) {
+      const lastLine = lines[lines.length - 1];
+      if (lastLine !== undefined && (lastLine + ' ' + word).length <= width) lines[lines.length - 1] = lastLine + ' ' + word;
+      else lines.push(word);
+    });
+    return lines.length === 1 ? lines[0] : lines;
+  }
   Chart.defaults.animation = false;
   Chart.defaults.maintainAspectRatio = false;
   function line(labels, sets, yTitle) {
@@ -29,6 +41,7 @@
   const build = {
     throughput: function (s) { return line(s.timeline.map(function (p) { return p.t.toFixed(1); }), [
       { label: 'ok answers/s', color: '#16a34a', data: s.timeline.map(function (p) { return p.okPerSec; }) },
+      { label: 'app error answers/s (the backend\'s "no")', color: APP_ERROR, data: s.timeline.map(function (p) { return p.appErrorPerSec || 0; }) },
       { label: 'failed answers/s', color: '#dc2626', data: s.timeline.map(function (p) { return p.failedPerSec; }) }], 'answers/s'); },
     latency: function (s) { return line(s.timeline.map(function (p) { return p.t.toFixed(1); }), [
       { label: 'p50', data: s.timeline.map(function (p) { return p.p50; }) },
@@ -41,7 +54,10 @@
     errors: function (s) { let keys = Object.keys(s.errors); if (keys.length === 0) keys = ['none']; return { type: 'bar', data: { labels: keys, datasets: [{
       label: 'count', data: keys.map(function (k) { return s.errors[k] || 0; }),
       backgroundColor: keys.map(function (k) { return /^expected/.test(k) ? colors[0] : colors[1]; }),
-    }] }, options: { indexAxis: 'y', scales: { x: { beginAtZero: true } } } }; },
+    }] }, options: { indexAxis: 'y', scales: { x: { beginAtZero: true },
+      // Long kinds ("expected: not sent while reconnecting") in lines: one line was clipped at the left edge.
+      // Every kind named: Chart.js would skip every other label once they take two lines.
+      y: { ticks: { autoSkip: false, font: { size: 11 }, callback: function (value) { return wrap(this.getLabelForValue(value), 24); } } } } } }; },
     transactions: function (s) {
       const kinds = ['heartbeat', 'query'];
       const plural = { heartbeat: 'heartbeats', query: 'queries' };
@@ -53,7 +69,7 @@
     },
     outcomes: function (s) {
       const o = s.outcomes;
-      const palette = { ok: '#16a34a', stale: '#ea580c', fallback: '#9333ea', 'host error': '#dc2626' };
+      const palette = { ok: '#16a34a', stale: '#ea580c', fallback: '#9333ea', 'app error': APP_ERROR, 'host error': '#dc2626' };
       const shade = { id: 'faultWindows', beforeDatasetsDraw: function (chart) {
         const x = chart.scales.x; const area = chart.chartArea; const ctx = chart.ctx;
         o.windows.forEach(function (w) {
@@ -73,7 +89,7 @@
     },
     capacity: function (s) {
       const steps = s.capacity;
-      return { type: 'line', data: { labels: steps.map(function (x) { return x.rate + '/s'; }), datasets: [
+      return { type: 'line', data: { labels: steps.map(function (x) { return x.rate.toLocaleString('en-US') + '/s'; }), datasets: [
         { label: 'p99 ms', data: steps.map(function (x) { return x.p99; }), borderColor: colors[1], backgroundColor: colors[1], yAxisID: 'ms', pointRadius: 4 },
         {
           label: 'answered ok %', data: steps.map(function (x) { return x.successPct; }),
