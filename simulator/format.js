@@ -5,6 +5,8 @@
 /** One number format for every report: grouped thousands ("6,881"), a fixed count of decimals. */
 const fixed = (n, digits = 0) => Number(n).toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const num = (n) => (Number.isInteger(n) ? fixed(n) : fixed(n, 2));
+/** A setting as given (a budget of 0.001 ms stays 0.001), grouped. */
+const given = (n) => Number(n).toLocaleString('en-US', { maximumFractionDigits: 6 });
 const ms = (n) => `${n < 10 ? fixed(n, 3) : fixed(n, 1)} ms`;
 
 function kv(obj) {
@@ -35,5 +37,5 @@ function formatSummary(title, s) {
 }
 
 module.exports = {
-  formatSummary, fixed, num, ms,
+  formatSummary, fixed, num, ms, given,
 };

@@ -7,7 +7,7 @@
 const {
   measured, errorCount, errorsByKind, kindsText, progress,
 } = require('./common');
-const { fixed, num } = require('../../simulator/format');
+const { fixed, num, given } = require('../../simulator/format');
 
 /** Gateway CPU (% of one core) from which the gateway itself is the limit. */
 const CPU_BOUND_PCT = 90;
@@ -40,7 +40,7 @@ function limitOf(step, status, budgetMs) {
   if (lag !== null && lag >= LAG_BOUND_MS) why.push(`the gateway's event loop (lag p99 ${fixed(lag)} ms)`);
   if (why.length === 0 && step.p99 > budgetMs) {
     const cpu = step.gatewayCpu === null ? 'not sampled' : `${fixed(step.gatewayCpu)}%`;
-    why.push(`latency alone: p99 ${fixed(step.p99, 1)} ms over the ${num(budgetMs)} ms budget, no errors, gateway CPU ${cpu}`);
+    why.push(`latency alone: p99 ${fixed(step.p99, 1)} ms over the ${given(budgetMs)} ms budget, no errors, gateway CPU ${cpu}`);
   }
   return why.join('; ');
 }
@@ -93,7 +93,7 @@ async function capacity(ctx, {
   const stop = steps.at(-1);
   return {
     suite: 'capacity',
-    title: `capacity: +${num(step)} queries/s every ${num(stepS)} s from ${num(start)} until p99 > ${num(budgetMs)} ms or errors`,
+    title: `capacity: +${given(step)} queries/s every ${given(stepS)} s from ${given(start)} until p99 > ${given(budgetMs)} ms or errors`,
     figures: {
       sustainableRate: sustainable, budgetMs, steps, limitedBy,
     },
@@ -105,7 +105,7 @@ async function capacity(ctx, {
       }),
       [
         'highest sustainable',
-        `${num(sustainable)} queries/s (p99 budget ${num(budgetMs)} ms)${stop && stop.ok ? ' (the step limit was reached first)' : ''}`,
+        `${num(sustainable)} queries/s (p99 budget ${given(budgetMs)} ms)${stop && stop.ok ? ' (the step limit was reached first)' : ''}`,
       ],
       ['limited by', limitedBy === null ? 'nothing: every step held' : limitedBy],
     ],

@@ -4,7 +4,7 @@
 // injected; every induced error must be caught, and nothing else may go wrong.
 
 const { measured, progress, errorSuiteKinds } = require('./common');
-const { fixed, num } = require('../../simulator/format');
+const { fixed, num, given } = require('../../simulator/format');
 
 async function error(ctx, { durationS = 60, invalidRate = 0.15, frag = 4, window = 4 } = {}) {
   const bar = progress(ctx, 'error');
@@ -34,7 +34,7 @@ async function error(ctx, { durationS = 60, invalidRate = 0.15, frag = 4, window
   if (s.lost) reasons.push(`${num(s.lost)} queries lost that the gateway had read`);
   return {
     suite: 'error',
-    title: `error: ${num(durationS)} s, fragmented writes (0-${frag} extra splits), invalid frames before ${Math.round(invalidRate * 100)}% of queries`,
+    title: `error: ${given(durationS)} s, fragmented writes (0-${frag} extra splits), invalid frames before ${Math.round(invalidRate * 100)}% of queries`,
     figures: {
       transactions: s.answered, txPerSec: s.txPerSec, induced: {
         reject: inducedRejects, fatal: inducedFatal,

@@ -5,7 +5,7 @@
 const {
   measured, errorCount, errorsByKind, errorsText, kindsText, progress,
 } = require('./common');
-const { fixed, num } = require('../../simulator/format');
+const { fixed, num, given } = require('../../simulator/format');
 
 async function load(ctx, { rate = 500, durationS = 20, sides = ['A'], mode } = {}) {
   const bar = progress(ctx, 'load');
@@ -19,7 +19,7 @@ async function load(ctx, { rate = 500, durationS = 20, sides = ['A'], mode } = {
   const l = s.latencyMs;
   return {
     suite: 'load',
-    title: `load: ${num(rate)} queries/s for ${num(durationS)} s`,
+    title: `load: ${given(rate)} queries/s for ${given(durationS)} s`,
     figures: {
       transactions: s.answered, errors, txPerSec: s.txPerSec, latencyMs: l, errorsByKind: errorsByKind(s),
     },

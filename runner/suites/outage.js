@@ -9,7 +9,7 @@
 const {
   measured, errorCount, errorsByKind, errorsText, progress,
 } = require('./common');
-const { fixed, num } = require('../../simulator/format');
+const { fixed, num, given } = require('../../simulator/format');
 
 /** The gateway settings this suite runs with (written to a config file by runner/index.js). */
 const OUTAGE_CONFIG = Object.freeze({
@@ -101,7 +101,7 @@ async function outage(ctx, { rate = 200, durationS = 40 } = {}) {
   const fmt = (o) => Object.entries(o).map(([g, n]) => `${g} ${num(n)}`).join(', ');
   return {
     suite: 'outage',
-    title: `outage: ${num(rate)} queries/s for ${num(durationS)} s; the backend slow (400 ms) from ${secs(windows[0].from)} s, `
+    title: `outage: ${given(rate)} queries/s for ${given(durationS)} s; the backend slow (400 ms) from ${secs(windows[0].from)} s, `
       + `down from ${secs(windows[1].from)} s, back at ${secs(windows[1].to)} s`,
     figures: {
       transactions: s.answered, errors, byPhase, windows, perSecond: seconds, config: OUTAGE_CONFIG,

@@ -5,7 +5,7 @@
 // minute: 20 s of a young heap growing by 2 MiB is no "550 MiB per hour".
 
 const { load } = require('./load');
-const { fixed, num } = require('../../simulator/format');
+const { fixed, given } = require('../../simulator/format');
 
 const MIN_TREND_S = 600;
 
@@ -36,7 +36,7 @@ async function soak(ctx, { rate = 1000, durationS = 600 } = {}) {
   return {
     ...r,
     suite: 'soak',
-    title: `soak: ${num(rate)} queries/s for ${num(durationS)} s, gateway CPU and RSS every second`,
+    title: `soak: ${given(rate)} queries/s for ${given(durationS)} s, gateway CPU and RSS every second`,
     figures: {
       ...r.figures,
       gateway: gw && {

@@ -4,7 +4,7 @@
 
 const { measured, errorCount, errorsText } = require('./common');
 const { newHistogram } = require('../../simulator/stats');
-const { fixed, num } = require('../../simulator/format');
+const { fixed, num, given } = require('../../simulator/format');
 
 async function speed(ctx, { count = 10 } = {}) {
   const hb = newHistogram();
@@ -40,7 +40,7 @@ async function speed(ctx, { count = 10 } = {}) {
   const timing = (f) => `${fixed(f.elapsedMs, 1)} ms; avg ${fixed(f.avgMs, 3)} ms, p50 ${fixed(f.p50Ms, 3)} ms, p99 ${fixed(f.p99Ms, 3)} ms`;
   return {
     suite: 'speed',
-    title: `speed: ${num(count)} sequential heartbeats, then ${num(count)} sequential queries`,
+    title: `speed: ${given(count)} sequential heartbeats, then ${given(count)} sequential queries`,
     figures,
     rows: [
       ['heartbeats', `${num(count)} in ${timing(figures.heartbeats)}`],

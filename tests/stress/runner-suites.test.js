@@ -49,7 +49,7 @@ describe('test runner: the longer suites', function () {
         const ch = window.Chart.getChart(c);
         return { datasets: ch.data.datasets.map((d) => d.label), height: c.getBoundingClientRect().height };
       });
-      assert.deepEqual(chart.datasets, ['ok', 'stale', 'fallback', 'host error']);
+      assert.deepEqual(chart.datasets, ['ok', 'stale', 'fallback', 'app error', 'host error']);
       assert.ok(chart.height > 100 && chart.height <= 320, `outcomes chart ${chart.height} px tall`);
       await page.waitForTimeout(1500);
       assert.equal(await height(), before, 'the page does not grow while it stays open');
