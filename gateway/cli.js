@@ -97,7 +97,8 @@ async function main(values) {
       return;
     }
     log.warn('SIGUSR2 asks for a rolling restart, which needs --workers 2 or more (the primary keeps the port while workers are replaced); '
-      + 'this gateway is one process: restart it, or restart router sides A and B on their two hosts one at a time (docs/deploy.md)');
+      + 'this gateway is one process: restart it (with ged145.socket, a router waits in the socket\'s backlog meanwhile), '
+      + 'or restart router sides A and B on their two hosts one at a time (docs/deploy.md)');
   });
   if (config.backend.url === null && !values['embedded-backend']) {
     const own = [...config.compiledRoutes].filter(([, r]) => r.kind !== 'contract').map(([subtype]) => subtype);
@@ -109,7 +110,11 @@ async function main(values) {
     log.warn(`no backend configured: serving from the built-in REST simulator at ${sim.url}; `
       + 'its answers are test data (set --backend URL or backend.url for a real backend)');
   }
-  running = config.workers > 1 ? await require('./ops/cluster').startCluster(config, { log }) : await require('./index').startGateway(config, { log });
+  // Socket activation (ged145.socket): the router port is the socket systemd passed, not host and port.
+  const inherited = require('./ops/listen-fds').inheritedSocket();
+  const listenFd = inherited === null ? null : inherited.fd;
+  running = config.workers > 1
+    ? await require('./ops/cluster').startCluster(config, { log, listenFd }) : await require('./index').startGateway(config, { log, listenFd });
   if (stopSignal !== null) {
     await stop(stopSignal);
     return;

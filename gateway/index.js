@@ -8,11 +8,12 @@ const { startAdmin } = require('./ops/admin');
 const { createLogger } = require('../lib/logger');
 const { listenError } = require('../lib/errors');
 
-async function startGateway(config, { log } = {}) {
+/** listenFd: a listening socket the service manager passed (gateway/ops/listen-fds.js), used instead of host and port. */
+async function startGateway(config, { log, listenFd = null } = {}) {
   const logger = log || createLogger({ component: 'gateway', ...config.log });
   const gateway = new Gateway(config, { log: logger });
   try {
-    await gateway.listen();
+    await gateway.listen(config.port, config.host, listenFd);
   } catch (err) {
     await gateway.resolver.close();
     throw listenError(err, config.host, config.port);

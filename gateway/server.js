@@ -46,7 +46,11 @@ class Gateway {
     this.lastReload = null; // {at, ok, restartNeeded | error}
   }
 
-  async listen(port = this.config.port, host = this.config.host) {
+  /**
+   * Listens on port and host, or on fd: a listening socket the service manager passed (socket
+   * activation, gateway/ops/listen-fds.js), whose address the unit chose.
+   */
+  async listen(port = this.config.port, host = this.config.host, fd = null) {
     if (this.config.warmup) {
       try {
         const ms = await warmup.warmUp(this.config);
@@ -58,16 +62,19 @@ class Gateway {
     }
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(port, host, () => {
+      this.server.listen(fd === null ? { port, host } : { fd }, () => {
         this.server.off('error', reject);
         this.server.on('error', (err) => this.log.error(`listener error: ${err.message}`));
-        this.port = this.server.address().port;
-        this.log.info(`listening for ICM routers on ${host}:${this.port}${this.tls ? ' (TLS)' : ''}`, {
+        const address = this.server.address();
+        this.port = address.port;
+        const on = fd === null ? host : address.address; // with an inherited socket, the unit's address
+        const from = fd === null ? '' : ` (socket ${fd} from the service manager)`;
+        this.log.info(`listening for ICM routers on ${on}:${this.port}${this.tls ? ' (TLS)' : ''}${from}`, {
           backend: this.config.backend.url, engine: this.config.backend.engine, deadlineMs: this.config.deadlineMs,
           desKey: this.config.desKey ? 'configured' : 'none',
         });
-        if (this.allowlist === null && (host === '0.0.0.0' || host === '::')) {
-          this.log.warn(`listening on every address (${host}) with an empty allowlist: any host that reaches port ${this.port} `
+        if (this.allowlist === null && (on === '0.0.0.0' || on === '::')) {
+          this.log.warn(`listening on every address (${on}) with an empty allowlist: any host that reaches port ${this.port} `
             + 'can open sessions; set allowlist to the routers\' addresses (README, "Before production")');
         }
         resolve(this.port);

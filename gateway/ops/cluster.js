@@ -54,7 +54,7 @@ async function runWorker(config) {
   const gateway = new Gateway(config, { log, metrics });
   let port;
   try {
-    port = await gateway.listen();
+    port = await gateway.listen(config.port, config.host, process.env.GED145_LISTEN_FD ? Number(process.env.GED145_LISTEN_FD) : null);
   } catch (err) {
     throw listenError(err, config.host, config.port);
   }
@@ -86,7 +86,7 @@ async function runWorker(config) {
   process.once('SIGTERM', stop);
 }
 
-async function startCluster(config, { log } = {}) {
+async function startCluster(config, { log, listenFd = null } = {}) {
   const logger = log || createLogger({ component: 'gateway', ...config.log });
   let nextId = 1;
   let draining = false;
@@ -149,6 +149,9 @@ async function startCluster(config, { log } = {}) {
   let generation = 0;
   let running = config;
   const env = { GED145_WORKER_CONFIG: JSON.stringify(config), GED145_WORKER_GENERATION: '0' };
+  // Socket activation: the primary holds the service manager's socket; a worker listening on its
+  // fd number gets a share of it through node:cluster, as with a port.
+  if (listenFd !== null) env.GED145_LISTEN_FD = String(listenFd);
   const sendReload = (w) => {
     try {
       w.send({ type: ASK, what: 'reload', id: 0, settings: JSON.parse(JSON.stringify(running)) });

@@ -34,6 +34,16 @@ describe('systemd units (deploy/systemd)', function () {
     assert.equal(r.out.trim(), '', r.out);
   });
 
+  it('ged145.socket passes systemd-analyze verify, names its socket "router", and never closes with a restart of the service', () => {
+    const r = verify(path.join(UNITS, 'ged145.socket'));
+    assert.equal(r.code, 0, r.out);
+    assert.equal(r.out.trim(), '', r.out);
+    const unit = fs.readFileSync(path.join(UNITS, 'ged145.socket'), 'utf8');
+    assert.match(unit, /^FileDescriptorName=router$/m, 'the name gateway/ops/listen-fds.js picks');
+    assert.match(unit, /^Accept=no$/m);
+    assert.doesNotMatch(unit, /^(PartOf|BindsTo)=/m, 'a restart of the service would close the socket');
+  });
+
   it('the ged145@.service template passes as an instance (ged145@lab)', () => {
     const dir = tmpDir();
     fs.copyFileSync(path.join(UNITS, 'ged145@.service'), path.join(dir, 'ged145@.service'));
