@@ -71,7 +71,11 @@ if (require.main === module) {
             g.kill = (signal = 'SIGTERM') => holder.send({ kill: g.pid, signal });
             g.waitFor = (re, ms = 20_000) => new Promise((ok, fail) => {
               const t0 = Date.now();
-              const check = () => (re.test(g.out) ? ok() : Date.now() - t0 > ms ? fail(new Error(`timed out waiting for ${re}:\n${g.out}`)) : setTimeout(check, 10));
+              const check = () => {
+                if (re.test(g.out)) ok();
+                else if (Date.now() - t0 > ms) fail(new Error(`timed out waiting for ${re}:\n${g.out}`));
+                else setTimeout(check, 10);
+              };
               check();
             });
             gateways.set(g.pid, g);
