@@ -7,13 +7,15 @@ const { Gateway } = require('./server');
 const { startAdmin } = require('./ops/admin');
 const { createLogger } = require('../lib/logger');
 const { listenError } = require('../lib/errors');
+const warmup = require('./ops/warmup');
 
 /** listenFd: a listening socket the service manager passed (gateway/ops/listen-fds.js), used instead of host and port. */
 async function startGateway(config, { log, listenFd = null } = {}) {
   const logger = log || createLogger({ component: 'gateway', ...config.log });
   const gateway = new Gateway(config, { log: logger });
+  if (config.warmup) warmup.register(gateway);
   try {
-    await gateway.listen(config.port, config.host, listenFd);
+    await gateway.listen({ fd: listenFd });
   } catch (err) {
     await gateway.resolver.close();
     throw listenError(err, config.host, config.port);

@@ -10,7 +10,6 @@ const { STATUS, createProfile, serializerFor } = require('../lib/protocol');
 const { Session } = require('./session/session');
 const { QueryResolver } = require('./backend');
 const { Metrics } = require('./ops/metrics');
-const warmup = require('./ops/warmup'); // warmup.warmUp, so that a test can make it fail
 const { RecentLines, ProcessStatus } = require('./ops/status');
 
 const SESSION_REFUSAL_LOG_MS = 60_000;
@@ -44,25 +43,32 @@ class Gateway {
     if (typeof this.log.add === 'function') this.log.add(this.recent);
     this.processStatus = null; // made at the first look at the status page
     this.lastReload = null; // {at, ok, restartNeeded | error}
+    this.startHooks = []; // run before the listener opens (beforeListen): the warm-up, registered by whoever starts the gateway
   }
 
   /**
-   * Listens on port and host, or on fd: a listening socket the service manager passed (socket
-   * activation, gateway/ops/listen-fds.js), whose address the unit chose.
+   * Runs hook(gateway) before the listener opens, as fastify's onReady: what a start needs beside
+   * the core (gateway/ops/warmup.js) is registered from where the gateway is started, and the core
+   * knows nothing of it. A hook deals with its own failures: one that throws fails the start.
    */
-  async listen(port = this.config.port, host = this.config.host, fd = null) {
-    if (this.config.warmup) {
-      try {
-        const ms = await warmup.warmUp(this.config);
-        this.log.info(`warmed up in ${Math.round(ms)} ms`);
-      } catch (err) {
-        // Help for the first queries, never a reason not to listen.
-        this.log.warn(`warm-up stopped: ${err.message}; listening without it (the first queries may be slower)`);
-      }
-    }
+  beforeListen(hook) {
+    this.startHooks.push(hook);
+    return this;
+  }
+
+  /**
+   * Runs the start hooks, then listens on port and host, or on fd: a listening socket the service
+   * manager passed (socket activation, gateway/ops/listen-fds.js), whose address the unit chose.
+   * exclusive: in a cluster worker, a listener of this process's own, not shared through the
+   * primary (the warm-up's private gateway).
+   */
+  async listen({
+    port = this.config.port, host = this.config.host, fd = null, exclusive = false,
+  } = {}) {
+    for (const hook of this.startHooks) await hook(this);
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(fd === null ? { port, host } : { fd }, () => {
+      this.server.listen(fd === null ? { port, host, exclusive } : { fd }, () => {
         this.server.off('error', reject);
         this.server.on('error', (err) => this.log.error(`listener error: ${err.message}`));
         const address = this.server.address();

@@ -29,6 +29,7 @@ const cluster = require('node:cluster');
 const { AggregatorRegistry, Registry } = require('prom-client');
 const { Gateway, RESTART_KEYS } = require('../server');
 const { Metrics } = require('./metrics');
+const warmup = require('./warmup');
 const { startAdmin } = require('./admin');
 const { RecentLines, ProcessStatus, mergeStatus } = require('./status');
 const { createLogger } = require('../../lib/logger');
@@ -52,9 +53,10 @@ async function runWorker(config) {
   const log = createLogger({ component: `gateway[${process.pid}]`, ...config.log });
   const metrics = new Metrics();
   const gateway = new Gateway(config, { log, metrics });
+  if (config.warmup) warmup.register(gateway);
   let port;
   try {
-    port = await gateway.listen(config.port, config.host, process.env.GED145_LISTEN_FD ? Number(process.env.GED145_LISTEN_FD) : null);
+    port = await gateway.listen({ fd: process.env.GED145_LISTEN_FD ? Number(process.env.GED145_LISTEN_FD) : null });
   } catch (err) {
     throw listenError(err, config.host, config.port);
   }

@@ -19,6 +19,7 @@ const { ReplyWriter } = require('../answer/writer');
 const { Metrics } = require('./metrics');
 const { createLogger } = require('../../lib/logger');
 const { compileConfig } = require('../config');
+const { Gateway } = require('../server');
 
 // Ten bursts of 500 rather than four of 400: the first router burst then cost the gateway 207 ms
 // of CPU instead of 240 (three runs each), for 0.6 s more of start (2.3 s in all).
@@ -75,10 +76,27 @@ function warmConfig(config, url) {
     tls: { cert: null, key: null, ca: null },
     limits: { ...config.limits, maxSessions: 1 },
     log: { ...config.log, traceFrames: 0 },
+    warmup: false, // registered by whoever starts a gateway (register below), never by this one
   });
   const warm = compileConfig(settings, { baseDir: config.baseDir, env: {} });
   warm.configFile = null;
   return warm;
+}
+
+/**
+ * Registers the warm-up on a gateway about to start (Gateway#beforeListen), from where a gateway
+ * is started (gateway/index.js, a cluster worker): help for the first queries, never a reason not
+ * to listen, so a failure is a warning.
+ */
+function register(gateway) {
+  gateway.beforeListen(async () => {
+    try {
+      const ms = await module.exports.warmUp(gateway.config); // the exported one: a test makes it fail
+      gateway.log.info(`warmed up in ${Math.round(ms)} ms`);
+    } catch (err) {
+      gateway.log.warn(`warm-up stopped: ${err.message}; listening without it (the first queries may be slower)`);
+    }
+  });
 }
 
 /**
@@ -135,7 +153,7 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
     await Promise.all(Array.from({ length: concurrency }, worker));
     await bursts(gateway, burstCount);
   } finally {
-    await gateway.resolver.close();
+    await gateway.shutdown('warm-up over'); // its listener, its sessions, its backend pool
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
   }
@@ -147,19 +165,18 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
  * hidden classes in the router's first burst. Silent: it logs errors only, and nowhere.
  */
 function warmGateway(config, url) {
-  // Required here: server.js requires this module, not the other way round at load.
-  const { Gateway } = require('../server');
   return new Gateway(warmConfig(config, url), {
     log: createLogger({ component: 'gateway', level: 'error', console: false }),
     metrics: new Metrics({ collectDefault: false }),
   });
 }
 
-/** count bursts of BURST queries in one write, through the warm gateway on a throwaway listener. */
+/** count bursts of BURST queries in one write, through the warm gateway on a loopback port of its own. */
 async function bursts(gateway, count) {
-  const { server: listener, profile, serialize } = gateway;
-  await new Promise((r) => listener.listen({ port: 0, host: '127.0.0.1', exclusive: true }, r));
-  const client = net.connect(listener.address().port, '127.0.0.1');
+  const { profile, serialize } = gateway;
+  // exclusive: in a cluster worker, a port of this process's own, not one shared through the primary.
+  const port = await gateway.listen({ port: 0, host: '127.0.0.1', exclusive: true });
+  const client = net.connect(port, '127.0.0.1');
   let waiting = null;
   const fail = (err) => {
     if (waiting === null) return;
@@ -208,8 +225,7 @@ async function bursts(gateway, count) {
     }
   } finally {
     client.destroy();
-    await new Promise((r) => listener.close(r));
   }
 }
 
-module.exports = { warmUp };
+module.exports = { warmUp, register };
