@@ -38,11 +38,11 @@ describe('socket activation', function () {
   });
 
   describe('a real gateway under systemd-socket-activate', () => {
-    before(function () {
+    before(() => {
       try {
         execFileSync('systemd-socket-activate', ['--version'], { stdio: 'ignore' });
       } catch {
-        this.skip(); // reported as pending: systemd is not installed here
+        assert.fail('systemd-socket-activate is needed (apt-get install systemd; .ci/run does it)');
       }
     });
 

@@ -20,11 +20,11 @@ function verify(unitPath) {
 
 describe('systemd units (deploy/systemd)', function () {
   this.timeout(30_000);
-  before(function () {
+  before(() => {
     try {
       execFileSync('systemd-analyze', ['--version'], { stdio: 'ignore' });
     } catch {
-      this.skip(); // reported as pending: systemd is not installed here
+      assert.fail('systemd-analyze is needed (apt-get install systemd; .ci/run does it)');
     }
   });
 
