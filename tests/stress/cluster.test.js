@@ -12,7 +12,7 @@ const { WireClient } = require('../helpers/wire');
 const { spawnCli } = require('../helpers/spawn');
 const { startTestBackend } = require('../helpers/stack');
 const { tmpDir } = require('../helpers/tmp');
-const { Router } = require('../../simulator/router');
+const { restartUnderLoad } = require('../helpers/restart-load');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -146,17 +146,9 @@ describe('--workers 2: one gateway', function () {
     cleanup.push(() => a.close());
     const { gw, port, adminPort } = await start({ backend: { url: a.url } });
     const before = await workersAnswering(adminPort);
-    const router = new Router({ targets: [{ host: '127.0.0.1', port }], seed: 3, templates: [{ subtype: 's', clid: '555{seq}' }] });
-    await router.start();
-    const load = router.runOpenLoop({ rate: 200, durationMs: 9000 });
-    await wait(1500);
-    gw.kill('SIGUSR2');
-    await gw.waitFor(/rolling restart done: 2 workers replaced/, 30_000);
-    await load;
-    const s = await router.stop();
-    const scheduled = s.sent + s.unsent;
-    const figures = JSON.stringify({
-      scheduled, sent: s.sent, unsent: s.unsent, ok: s.ok, late: s.late, lost: s.lost, timeout: s.timeout, reconnects: s.reconnects, failures: s.failures,
+    const { s, scheduled, figures } = await restartUnderLoad(port, [{ subtype: 's', clid: '555{seq}' }], async () => {
+      gw.kill('SIGUSR2');
+      await gw.waitFor(/rolling restart done: 2 workers replaced/, 30_000);
     });
     assert.equal(scheduled, 1800, figures);
     assert.ok(s.ok >= 0.99 * scheduled, `at least 99 % answered in time: ${figures}`);

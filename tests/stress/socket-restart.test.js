@@ -10,9 +10,7 @@
 const assert = require('node:assert/strict');
 const { holdSocket } = require('../helpers/socket-holder');
 const { spawnCli } = require('../helpers/spawn');
-const { Router } = require('../../simulator/router');
-
-const wait = (ms) => new Promise((r) => setTimeout(r, ms));
+const { restartUnderLoad } = require('../helpers/restart-load');
 
 describe('restart on a held socket (socket activation)', function () {
   this.timeout(60_000);
@@ -31,23 +29,13 @@ describe('restart on a held socket (socket activation)', function () {
     const defaults = { GED145_WARMUP: '1' }; // as systemd runs it: nothing in the environment turns the warm-up off
     const first = await held.start(args, defaults);
     await first.waitFor(/listening for ICM routers on 127\.0\.0\.1:\d+ \(socket 3 from the service manager\)/);
-    const router = new Router({
-      targets: [{ host: '127.0.0.1', port: held.port }], seed: 3, templates: [{ subtype: 'customer.lookup', clid: '555{rand:1000000-1000299}' }],
-    });
-    await router.start();
-    const load = router.runOpenLoop({ rate: 200, durationMs: 9000 });
-    await wait(1500);
-    first.kill('SIGTERM');
-    const { code } = await first.exited;
-    assert.equal(code, 0, first.out);
-    const second = await held.start(args, defaults);
-    cleanup.push(async () => { second.kill('SIGTERM'); await second.exited; });
-    await second.waitFor(/listening for ICM routers/);
-    await load;
-    const s = await router.stop();
-    const scheduled = s.sent + s.unsent;
-    const figures = JSON.stringify({
-      scheduled, sent: s.sent, unsent: s.unsent, ok: s.ok, late: s.late, lost: s.lost, reconnects: s.reconnects, failures: s.failures, closes: s.closes,
+    const { s, scheduled, figures } = await restartUnderLoad(held.port, [{ subtype: 'customer.lookup', clid: '555{rand:1000000-1000299}' }], async () => {
+      first.kill('SIGTERM');
+      const { code } = await first.exited;
+      assert.equal(code, 0, first.out);
+      const second = await held.start(args, defaults);
+      cleanup.push(async () => { second.kill('SIGTERM'); await second.exited; });
+      await second.waitFor(/listening for ICM routers/);
     });
     assert.equal(scheduled, 1800, figures);
     assert.equal(s.reconnects, 1, `one reconnect, at once, with no failed attempt: ${figures}`);
