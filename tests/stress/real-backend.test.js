@@ -124,10 +124,13 @@ describe('stress: a real backend over time', function () {
         }));
         await wait(450 + Math.floor(random() * 101));
       }
-      const ok = records.filter((r) => r.reply.type === 'QUERY_RESP' && r.latencyMs < 300).length;
+      const inTime = (r) => r.reply.type === 'QUERY_RESP' && r.latencyMs < 300;
+      const ok = records.filter(inTime).length;
+      // Which ones, if any: late (ms) or a FAILURE_CONF (status, text); a CI run once got 999.
+      const missed = records.filter((r) => !inTime(r)).map((r) => [r.id, Math.round(r.latencyMs), r.reply.type, r.reply.status, r.reply.error]);
       const metrics = (await g.admin('/metrics')).text;
       process.stdout.write(`      ${ok} of ${records.length} answered; reconnects ${/ged145_backend_reconnects_total (\d+)/.exec(metrics)[1]}\n`);
-      assert.equal(ok, 1000);
+      assert.equal(ok, 1000, JSON.stringify(missed));
     } finally {
       client.close();
       await g.stop();
