@@ -11,13 +11,10 @@
 
 const { Backend } = require('./backend');
 const { AnswerCache, cacheKey } = require('./cache');
-const {
-  KIND, REASON, ok, hostError,
-} = require('./outcome');
+const { KIND, REASON, ok } = require('./outcome');
+const { Dispatcher } = require('./handle');
 
-const AT_DEADLINE = Object.freeze(hostError(REASON.DEADLINE, 'deadline'));
-
-class QueryResolver {
+class QueryResolver extends Dispatcher {
   /**
    * cache: an AnswerCache to keep (a reload with the same cache settings keeps its entries);
    * previous: the resolver this one replaces (a reload), whose OAuth2 tokens the backend takes over.
@@ -25,6 +22,7 @@ class QueryResolver {
   constructor(config, {
     log = null, metrics = null, cache, previous = null,
   } = {}) {
+    super();
     this.metrics = metrics;
     this.routes = config.compiledRoutes;
     const availability = config.availability || { fallback: null, cache: null };
@@ -50,14 +48,10 @@ class QueryResolver {
     return route === undefined ? this.top : route;
   }
 
-  /**
-   * The outcome for q. p is the session's pending query: p.deadlineAt, and what this keeps for a
-   * later answer at the deadline (p.availability: settings and any stale answer).
-   */
-  async resolve(q, signal, p) {
-    const s = this.settingsFor(q);
-    const state = { fallback: s.fallback, stale: undefined };
-    p.availability = state;
+  /** The outcome for a handle's query; a stale answer met on the way is kept on the handle. */
+  async resolve(h) {
+    const q = h.query;
+    const s = h.settings;
     let key = null;
     if (s.cache && this.cache !== null) key = cacheKey(q, s.cache.key);
     if (key === null) {
@@ -70,38 +64,29 @@ class QueryResolver {
           this.count('hit');
           return ok(entry.answer, 'cache');
         }
-        if (age <= s.cache.ttlMs + s.cache.staleIfErrorMs) state.stale = entry.answer;
+        if (age <= s.cache.ttlMs + s.cache.staleIfErrorMs) h.stale = entry.answer;
       }
       this.count('miss');
     }
-    const outcome = await this.backend.call(q, signal, p.deadlineAt);
+    const outcome = await this.backend.call(q, h.signal, h.deadlineAt);
     if (outcome.kind === KIND.OK) {
       if (key !== null) this.cache.set(key, outcome.answer, s.cache.ttlMs + s.cache.staleIfErrorMs);
       return outcome;
     }
-    return this.instead(outcome, state) || outcome;
-  }
-
-  /** What atDeadline needs for a query that is answered without being resolved (its deadline passed first). */
-  availabilityFor(q) {
-    return { fallback: this.settingsFor(q).fallback, stale: undefined };
+    return this.instead(outcome, h) || outcome;
   }
 
   /** A stale or fallback outcome in place of a failed one, or null when there is none (or it is no failure of the backend). */
-  instead(outcome, state) {
-    if (state === undefined || outcome.reason === REASON.ABORTED) return null;
-    if (outcome.kind === KIND.APP_ERROR && !(state.fallback && state.fallback.on4xx)) return null;
-    if (state.stale !== undefined) {
+  instead(outcome, h) {
+    if (outcome.reason === REASON.ABORTED) return null;
+    const { fallback } = h.settings;
+    if (outcome.kind === KIND.APP_ERROR && !(fallback && fallback.on4xx)) return null;
+    if (h.stale !== undefined) {
       this.count('stale');
-      return ok(state.stale, 'stale');
+      return ok(h.stale, 'stale');
     }
-    if (state.fallback) return ok(state.fallback.answer, 'fallback');
+    if (fallback) return ok(fallback.answer, 'fallback');
     return null;
-  }
-
-  /** At the deadline, with the backend still silent: a stale or fallback outcome now, or null. */
-  atDeadline(p) {
-    return this.instead(AT_DEADLINE, p.availability);
   }
 
   count(result) {

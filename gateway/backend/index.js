@@ -1,12 +1,14 @@
 'use strict';
 
 // The backend side's entry: what the session and the server may use. A query goes in through
-// QueryResolver.resolve() (cache, backend, stale, fallback: availability.js) with its QuerySignal,
-// and comes back as an outcome (outcome.js). Nothing here knows about sockets or replies.
+// QueryResolver.dispatch(), which gives back the query's handle (handle.js) and calls its handler
+// with one outcome (outcome.js), after the cache, the backend, a stale answer or the fallback
+// (availability.js). Nothing here knows about sockets or replies.
 
 const { QueryResolver } = require('./availability');
-const { QuerySignal, DEADLINE, DEADLINE_LATE } = require('./abort');
+const { QuerySignal } = require('./abort');
+const { Dispatcher } = require('./handle');
 
 module.exports = {
-  QueryResolver, QuerySignal, DEADLINE, DEADLINE_LATE,
+  QueryResolver, QuerySignal, Dispatcher,
 };

@@ -12,43 +12,48 @@
 // looks at every query (`ordered` false).
 
 const { performance } = require('node:perf_hooks');
-const { QuerySignal } = require('../backend');
 
-/** One query in flight: when it is due, and the signal that aborts its backend call. */
+/**
+ * One query in flight, as the session sees it: the query, when it is due, whether it is settled,
+ * and the backend's handle for it (backend/handle.js), whose outcome it takes (onOutcome).
+ */
 class PendingQuery {
   /** start: when the query's bytes arrived (performance.now() time); its deadline runs from then. */
-  constructor(query, start, group) {
+  constructor(book, query, start) {
+    this.book = book;
     this.query = query;
     this.start = start;
     this.done = false;
     this.expired = false; // settled by its deadline
-    this.abortReason = null; // then: the reason its backend request is aborted with
     this.deadlineMs = 0;
     this.deadlineAt = 0; // performance.now() time
-    this.signal = new QuerySignal(group);
-    this.resolver = null; // the QueryResolver it started under (a reload does not change it midway)
-    this.availability = undefined; // what that resolver keeps for an answer at the deadline (its stale answer, its fallback)
+    this.handle = null; // set by the session once it dispatched the query
   }
 
   /** Seconds since the query arrived. */
   elapsed() {
     return (performance.now() - this.start) / 1000;
   }
+
+  /** The backend's outcome (the handle's handler). */
+  onOutcome(outcome) {
+    this.book.onOutcome(this, outcome);
+  }
 }
 
 class InFlight {
   /**
    * onDeadline(p, lateMs): called when a query's budget runs out, with p still unsettled, and how
-   * long after its deadline that is (a busy event loop fires timers late); metrics: where
-   * abortAll counts the queries it drops (queries_in_flight is read from `size` at scrape time);
-   * now: the clock deadlines are read on (performance.now(); a test's own clock).
+   * long after its deadline that is (a busy event loop fires timers late); onOutcome(p, outcome):
+   * the backend's outcome for p; metrics: where abortAll counts the queries it drops
+   * (queries_in_flight is read from `size` at scrape time); now: the clock deadlines are read on
+   * (performance.now(); a test's own clock).
    */
-  /** group: what this session's queries' signals say they belong to (the session's id), for the backend's fair share. */
   constructor({
-    onDeadline, metrics, now = () => performance.now(), group,
+    onDeadline, onOutcome, metrics, now = () => performance.now(),
   }) {
     this.onDeadline = onDeadline;
-    this.group = group;
+    this.onOutcome = onOutcome;
     this.now = now;
     this.metrics = metrics;
     this.queries = new Set(); // in arrival order
@@ -69,7 +74,7 @@ class InFlight {
    */
   add(query, deadlineMs, receivedAt) {
     const now = this.now();
-    const p = new PendingQuery(query, receivedAt === undefined || receivedAt > now ? now : receivedAt, this.group);
+    const p = new PendingQuery(this, query, receivedAt === undefined || receivedAt > now ? now : receivedAt);
     p.deadlineMs = deadlineMs;
     p.deadlineAt = p.start + deadlineMs;
     if (p.deadlineAt < this.lastDeadlineAt) this.ordered = false;
@@ -95,7 +100,7 @@ class InFlight {
   abortAll(outcome) {
     for (const p of [...this.queries]) {
       this.settle(p);
-      p.signal.abort();
+      if (p.handle !== null) p.handle.abort();
       this.metrics.observeQuery(p.query.subtype, outcome, p.elapsed());
     }
     if (this.timer !== null) clearTimeout(this.timer);

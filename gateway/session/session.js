@@ -12,9 +12,10 @@
 // What a Session needs from its gateway (server.js, or a test double):
 //   config            the validated config (limits, deadlineMs, protocol.versions, duplicates, des, log)
 //   log, metrics      a winston logger and a Metrics
-//   resolver          .resolve(query, signal, pending) -> Promise<outcome> (backend/availability.js), never
-//                     rejects in practice; .atDeadline(pending) -> a stale or fallback outcome, or null.
-//                     Read per query, so a reload (SIGHUP) applies to new queries only.
+//   resolver          .dispatch(query, deadlineAt, group, handler, send) -> a handle (backend/handle.js)
+//                     that calls handler.onOutcome(outcome) once; handle.atDeadline(lateMs) -> a stale
+//                     or fallback outcome, or null; handle.abort(). Read per query, so a reload
+//                     (SIGHUP) applies to new queries only.
 //   admitSession(s)   at OPEN_REQ: null, or the reason the session may not open
 //   releaseSession(s) an admitted session ends (CLOSE_REQ or disconnect)
 //   onSessionIdle(s)  the session has no query in flight any more
@@ -25,10 +26,7 @@ const {
   STATUS, MESSAGE_TYPES: T,
 } = require('../../lib/protocol');
 const { RouterLink, SLICE_FRAMES } = require('./router-link');
-const { DEADLINE, DEADLINE_LATE } = require('../backend');
-const {
-  LABEL, isAnswered, hostError, REASON,
-} = require('../backend/outcome');
+const { LABEL, isAnswered } = require('../backend/outcome');
 const { InFlight } = require('./inflight');
 const { openSession } = require('./open');
 const { Replies } = require('./reply');
@@ -36,8 +34,6 @@ const { describeQuery } = require('./redact');
 const { LogThrottle } = require('../../lib/log-throttle');
 
 let nextSessionId = 1;
-/** A deadline timer firing later than this means the event loop was busy (see expire). */
-const TIMER_LAG_MS = 25;
 /** Answers at their deadline are written in groups of this many when hundreds are due at once. */
 const EXPIRED_WRITE = 64;
 /** A session that stopped reading (held requests past limits.maxQueuedBytes) reads again at this fraction of it. */
@@ -75,8 +71,11 @@ class Session {
     this.version = undefined;
     this.encrypted = false;
     this.idleTimeoutMs = 0;
-    // group: the backend shares its connections out between sessions by it (engines/undici.js, Origin).
-    this.inflight = new InFlight({ onDeadline: (p, lateMs) => this.expire(p, lateMs), metrics: this.metrics, group: this.id });
+    this.inflight = new InFlight({
+      onDeadline: (p, lateMs) => this.expire(p, lateMs),
+      onOutcome: (p, outcome) => this.complete(p, outcome),
+      metrics: this.metrics,
+    });
     this.profile = gateway.profile; // the wire numbering (config `protocol`), and its serializer
     this.serialize = gateway.serialize;
     this.reply = new Replies(this, this.limits.maxMessageLength);
@@ -93,7 +92,7 @@ class Session {
     this.backlogBytes = 0;
     this.barrierHeld = false; // an OPEN_REQ or CLOSE_REQ waits in the backlog: decoding waits too
     this.drainScheduled = false;
-    this.expiredToAbort = []; // queries answered at their deadline whose backend request is still to be aborted
+    this.expiredCount = 0; // queries answered at their deadline: every EXPIRED_WRITE of them, the link flushes
     this.outcomes = {}; // replies by their `outcome` label (ok, cached, stale, fallback, host_error...): ok and failed are read from it
     this.counters = {
       queries: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0, lost: 0,
@@ -270,19 +269,13 @@ class Session {
     }
     const { resolver, config } = this.gateway;
     const p = this.inflight.add(q, config.deadlineMs, receivedAt);
-    p.resolver = resolver; // the settings this query started under, even across a reload
-    if (now !== undefined && p.deadlineAt <= now) {
-      // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
-      // backend is not asked a question nobody waits for any more.
-      p.availability = resolver.availabilityFor(q);
-      this.expire(p);
-      return;
-    }
-    if (this.debug) this.log.debug('query', describeQuery(q, this.id, this.redact));
-    resolver.resolve(q, p.signal, p).then(
-      (outcome) => this.complete(p, outcome),
-      (err) => this.complete(p, { ...hostError(REASON.INTERNAL, 'internal error'), err }),
-    );
+    // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
+    // backend is not asked a question nobody waits for any more.
+    const late = now !== undefined && p.deadlineAt <= now;
+    if (this.debug && !late) this.log.debug('query', describeQuery(q, this.id, this.redact));
+    // group: the backend shares its connections out between sessions by it (engines/undici.js, Origin).
+    p.handle = resolver.dispatch(q, p.deadlineAt, this.id, p, !late);
+    if (late) this.expire(p);
   }
 
   // ---- replies -----------------------------------------------------------------------------
@@ -299,13 +292,8 @@ class Session {
   expire(p, lateMs = 0) {
     if (!this.inflight.settle(p)) return;
     p.expired = true;
-    // Its backend request is aborted once the answers due now are written (abortExpired): an
-    // abort closes that backend connection, which is no work to do ahead of a router waiting for
-    // its reply. A late backend answer is dropped. The backend counts it as the origin's failure
-    // unless the deadline fired late: then the event loop was busy and the answer may be waiting unread.
-    p.abortReason = lateMs > TIMER_LAG_MS ? DEADLINE_LATE : DEADLINE;
-    if (this.expiredToAbort.push(p) === 1) setImmediate(abortExpired, this);
-    const instead = p.resolver.atDeadline(p);
+    // The backend's substitute (stale, fallback), or null; the handle aborts its request and drops a late answer.
+    const instead = p.handle.atDeadline(lateMs);
     if (instead !== null) {
       const [label, reply] = this.reply.forOutcome(p.query, instead);
       this.finishQuery(p, p.query, label, reply);
@@ -314,7 +302,7 @@ class Session {
         this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${p.deadlineMs} ms`));
     }
     // Hundreds due at once (a burst's tail) leave in writes of EXPIRED_WRITE, not all after the last.
-    if (this.expiredToAbort.length % EXPIRED_WRITE === 0) this.link.flush();
+    if (++this.expiredCount % EXPIRED_WRITE === 0) this.link.flush();
   }
 
   finishQuery(p, q, outcome, reply) {
@@ -482,12 +470,6 @@ class Session {
       queries, ok, failed, appError, ...rest,
     };
   }
-}
-
-function abortExpired(session) {
-  const expired = session.expiredToAbort;
-  session.expiredToAbort = [];
-  for (const p of expired) p.signal.abort(p.abortReason);
 }
 
 function drainLater(session) {

@@ -25,7 +25,10 @@ function resolverWith(overrides, script) {
   return { resolver, calls };
 }
 const query = (invokeId, clid = '5551234') => ({ invokeId, subtype: 'cust', clid });
-const resolve = (resolver, q) => resolver.resolve(q, undefined, { deadlineAt: Infinity });
+/** The outcome a session would get for q (its handler's one call). */
+const resolve = (resolver, q) => new Promise((onOutcome) => { resolver.dispatch(q, Infinity, 1, { onOutcome }); });
+/** A query whose deadline passed while it waited: its handle, the backend never asked. */
+const unsent = (resolver, q) => resolver.dispatch(q, Infinity, 1, { onOutcome() {} }, false);
 
 describe('QueryResolver (unit, scripted backend)', () => {
   let clock;
@@ -75,15 +78,14 @@ describe('QueryResolver (unit, scripted backend)', () => {
     const { resolver } = resolverWith({ cache: { ttlMs: 1000 } }, () => ok(ANSWER));
     await resolve(resolver, query(1));
     clock.tick(2000);
-    const p = { deadlineAt: Infinity };
     resolver.backend.call = () => new Promise(() => {}); // never answers
-    resolver.resolve(query(2), undefined, p);
+    const p = resolver.dispatch(query(2), Infinity, 1, { onOutcome() {} });
     await new Promise((r) => setImmediate(r));
-    assert.deepEqual(resolver.atDeadline(p), ok(ANSWER, 'stale'));
-    assert.equal(resolver.atDeadline({ availability: resolver.availabilityFor(query(3)) }), null);
+    assert.deepEqual(p.atDeadline(), ok(ANSWER, 'stale'));
+    assert.equal(unsent(resolver, query(3)).atDeadline(), null);
     await resolver.close();
     const withFallback = resolverWith({ fallback: FALLBACK }, () => ok(ANSWER)).resolver;
-    assert.deepEqual(withFallback.atDeadline({ availability: withFallback.availabilityFor(query(3)) }), ok(FALLBACK, 'fallback'));
+    assert.deepEqual(unsent(withFallback, query(3)).atDeadline(), ok(FALLBACK, 'fallback'));
     await withFallback.close();
   });
 });

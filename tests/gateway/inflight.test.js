@@ -122,8 +122,9 @@ describe('InFlight (unit, fake clock)', () => {
   it('abortAll: every query settled without a reply, its backend call aborted, counted, the timer gone', () => {
     t = setup();
     const ps = [t.inflight.add(q(1), 100), t.inflight.add(q(2), 100)];
+    for (const p of ps) p.handle = { signal: { aborted: false }, abort() { this.signal.aborted = true; } }; // the backend's handle, as the session sets it
     t.inflight.abortAll('lost_router_gone');
-    assert.deepEqual(ps.map((p) => p.signal.aborted), [true, true]);
+    assert.deepEqual(ps.map((p) => p.handle.signal.aborted), [true, true]);
     assert.deepEqual(t.counted, ['lost_router_gone', 'lost_router_gone']);
     assert.equal(t.clock.countTimers(), 0);
     t.clock.tick(200);

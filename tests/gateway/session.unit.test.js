@@ -11,6 +11,7 @@ const {
   serialize, MessageReader, STATUS, DIRECTION, DEFAULT_PROFILE,
 } = require('../../lib/protocol');
 const { Session } = require('../../gateway/session/session');
+const { Dispatcher } = require('../../gateway/backend');
 const { Metrics } = require('../../gateway/ops/metrics');
 const { loadConfig } = require('../../gateway/config');
 const { captureLogger } = require('../helpers/stack');
@@ -73,6 +74,18 @@ class FakeSocket extends EventEmitter {
   }
 }
 
+/** The session's backend side over a FakeBackend: no cache, no fallback. */
+class FakeResolver extends Dispatcher {
+  constructor(backend) {
+    super();
+    this.backend = backend;
+  }
+
+  resolve(handle) {
+    return this.backend.call(handle.query, handle.signal);
+  }
+}
+
 /** A backend whose answers the test releases by hand. */
 class FakeBackend {
   constructor() {
@@ -104,7 +117,7 @@ describe('Session (unit, fake clock)', () => {
       serialize,
       log: captureLogger('debug'),
       metrics: new Metrics({ collectDefault: false }),
-      resolver: { resolve: (q, signal) => backend.call(q, signal), atDeadline: () => null, availabilityFor: () => ({ fallback: null }) },
+      resolver: new FakeResolver(backend),
       draining: false,
       opened: 0,
       admitSession() { this.opened++; return null; },
