@@ -34,7 +34,7 @@ function checkLogFile(file) {
   let fd;
   try {
     const stat = fs.statSync(file, { throwIfNoEntry: false });
-    if (stat && !stat.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
+    if (stat && !stat.isFile()) throw new OperatorError(`log file ${file} cannot be opened for writing: not a regular file`);
     // A file that is not there yet is made and removed again: `config check` leaves nothing behind.
     if (stat) fd = fs.openSync(file, 'a');
     else {
@@ -42,6 +42,7 @@ function checkLogFile(file) {
       fs.unlinkSync(file);
     }
   } catch (err) {
+    if (err instanceof OperatorError) throw err;
     const dir = path.dirname(path.resolve(file));
     const hint = err.code === 'ENOENT' && !fs.existsSync(dir) ? ` (directory ${dir} does not exist)` : '';
     throw new OperatorError(`log file ${file} cannot be opened for writing: ${err.code || err.message}${hint}`);

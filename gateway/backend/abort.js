@@ -7,6 +7,8 @@
 // hands the signal on (a handler module, AbortSignal.any, axios) gets a real AbortSignal from
 // asAbortSignal(), made on demand and aborted with this one.
 
+const { DeadlineError, CODES } = require('../../lib/errors');
+
 class QuerySignal {
   /** group: whose query it is (a session's id): the engine shares connections out fairly between groups. */
   constructor(group) {
@@ -55,16 +57,12 @@ class QuerySignal {
 }
 
 /**
- * The reason a session aborts a request whose deadline fired (abort(DEADLINE)), so that the
- * backend's health and breaker can count it as the origin's failure; an abort for any other
- * reason (the router went away) is not the backend's fault. DEADLINE_LATE: the deadline timer
- * fired late, so the event loop was busy and an answer may have been waiting unread: no evidence
- * against the backend (breakers.js).
+ * The reasons a query's request is aborted with when its deadline passed (handle.js): the
+ * origin's failure, or, DEADLINE_LATE, no evidence against it (lib/errors.js, DeadlineError).
  */
-const DEADLINE_CODE = 'ERR_GED145_DEADLINE';
-const DEADLINE = Object.freeze(Object.assign(new Error('query deadline'), { code: DEADLINE_CODE, late: false }));
-const DEADLINE_LATE = Object.freeze(Object.assign(new Error('query deadline'), { code: DEADLINE_CODE, late: true }));
-const isDeadline = (reason) => reason !== undefined && reason !== null && reason.code === DEADLINE_CODE;
+const DEADLINE = Object.freeze(new DeadlineError(false));
+const DEADLINE_LATE = Object.freeze(new DeadlineError(true));
+const isDeadline = (reason) => reason !== undefined && reason !== null && reason.code === CODES.DEADLINE;
 
 /** The AbortSignal to hand on to code that expects one (undefined stays undefined). */
 const asAbortSignal = (signal) => (signal instanceof QuerySignal ? signal.toAbortSignal() : signal);

@@ -11,23 +11,13 @@
 // the API's: it is not counted against the API's circuit.
 
 const { REASON } = require('./outcome');
-const { messageOf, CODES } = require('../../lib/errors');
+const { messageOf, AuthError } = require('../../lib/errors');
 
 const TOKEN_TIMEOUT_MS = 5000;
 const REFRESH_AT = 0.75; // of the lifetime
 const MAX_MARGIN_MS = 1000;
 const RETRY_MS = [1000, 2000, 4000, 8000, 15_000, 30_000];
 const RENEW_EVERY_MS = 5000;
-
-/** A request that could not be given credentials: the token endpoint failed or refused us. */
-class AuthError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = 'AuthError';
-    this.code = CODES.AUTH;
-    this.reason = REASON.AUTH_FAILED;
-  }
-}
 
 /** basic and bearer: one Authorization header, made once. */
 class StaticCredentials {
@@ -183,7 +173,7 @@ class OAuth2Credentials {
       });
     }
     this.schedule(RETRY_MS[Math.min(this.failures - 1, RETRY_MS.length - 1)]);
-    throw new AuthError(`backend token request failed: ${problem}`);
+    throw new AuthError(`backend token request failed: ${problem}`, REASON.AUTH_FAILED);
   }
 
   /** A token endpoint's answer -> null when a token was taken, else what was wrong with it. */

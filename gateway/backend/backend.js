@@ -5,7 +5,7 @@
 
 const { performance } = require('node:perf_hooks');
 const {
-  queryJson, fillTemplate, encodeSegment, jsonPath, mapResponse, PlaceholderError,
+  queryJson, fillTemplate, encodeSegment, jsonPath, mapResponse,
 } = require('./request');
 const { createEngine } = require('./engines');
 const { asAbortSignal } = require('./abort');
@@ -13,7 +13,7 @@ const { text: { printable } } = require('../../lib/protocol');
 const { BackendHealth } = require('./health');
 const { Breakers } = require('./breakers');
 const { LogThrottle } = require('../../lib/log-throttle');
-const { messageOf, CODES } = require('../../lib/errors');
+const { messageOf, BackendRequestError, PlaceholderError } = require('../../lib/errors');
 const {
   ok, appError, hostError, httpReason, REASON, KIND, gaveUp,
 } = require('./outcome');
@@ -437,17 +437,6 @@ class Backend {
     this.health.close(); // circuits hold no timers: a probe goes when a call asks for one
     for (const c of this.credentials.values()) c.close();
     return this.engine.close();
-  }
-}
-
-/** A request a handler made with ctx.request that got no HTTP answer; `outcome` is what the query gets if the handler lets it through. */
-class BackendRequestError extends Error {
-  constructor(outcome) {
-    super(outcome.detail ? `${outcome.text}: ${outcome.detail}` : outcome.text);
-    this.name = 'BackendRequestError';
-    this.code = CODES.BACKEND;
-    this.reason = outcome.reason;
-    this.outcome = outcome;
   }
 }
 

@@ -5,7 +5,7 @@
 // the response mapping. config/routes.js compiles a route's settings with these, once, at load;
 // backend.js fills them in for each query.
 
-const { CODES, ConfigError } = require('../../lib/errors');
+const { ConfigError, PlaceholderError } = require('../../lib/errors');
 const { VAR_NUMBER } = require('../../lib/protocol');
 
 /** vars.N, a peripheral variable as a placeholder, a cache key field or a response target. */
@@ -30,20 +30,6 @@ function queryJson(q) {
   if (q.ecc !== undefined) body.ecc = q.ecc;
   if (q.eccArrays !== undefined) body.eccArrays = q.eccArrays;
   return body;
-}
-
-/**
- * A placeholder value that would change the URL's shape: empty (the segment vanishes), "." or ".."
- * (URL normalisation, in the WHATWG parser axios uses, resolves even their escaped forms %2E and
- * %2E%2E, climbing the path). The query fails with E_AG_HOST_ERROR2 instead of reaching the backend.
- */
-class PlaceholderError extends Error {
-  constructor(key, value) {
-    super(`${key} is ${value === '' ? 'empty' : `'${value}'`}, which cannot be a URL path segment`);
-    this.name = 'PlaceholderError';
-    this.code = CODES.PLACEHOLDER;
-    this.key = key;
-  }
 }
 
 /** A URL path segment from router data: no '/', '?', '#', '%' or CR/LF gets through encodeURIComponent. */

@@ -30,11 +30,11 @@ function parseBool(v) {
   const t = v.trim().toLowerCase();
   if (['1', 'true', 'yes', 'on'].includes(t)) return true;
   if (['0', 'false', 'no', 'off'].includes(t)) return false;
-  throw new Error('must be 1/0, true/false, yes/no or on/off');
+  throw new ConfigError('must be 1/0, true/false, yes/no or on/off');
 }
 
 function parseNumber(v) {
-  if (!/^\s*-?\d+(\.\d+)?\s*$/.test(v)) throw new Error('must be a number');
+  if (!/^\s*-?\d+(\.\d+)?\s*$/.test(v)) throw new ConfigError('must be a number');
   return Number(v);
 }
 
@@ -90,8 +90,7 @@ function problemsOf(c, sources = {}) {
     try {
       fn();
     } catch (err) {
-      // ConfigError from our own checks; RangeError is how the codec's profile refuses a numbering.
-      if (!(err instanceof ConfigError) && !(err instanceof RangeError)) throw err;
+      if (!(err instanceof ConfigError)) throw err;
       problems.push(...(err.problems || [err.message]).map((p) => `${prefix}${p}`));
     }
   };
@@ -224,7 +223,8 @@ function loadConfig({
     try {
       setPath(layered, key, conv(env[name]));
     } catch (err) {
-      throw new ConfigError([`${name}=${env[name]}: ${err.message}`]);
+      if (!(err instanceof ConfigError)) throw err;
+      throw new ConfigError([`${name}=${env[name]}: ${err.problems[0]}`]);
     }
     sources[key] = `${name}=${env[name]}`;
   }

@@ -4,6 +4,8 @@
 // Linux cooked (SLL, SLL2), BSD loopback and raw IP link types; IPv4 and IPv6; TCP. Each segment:
 // {ts (seconds), src, dst, srcPort, dstPort, seq, syn, ack, data}. Nothing here knows GED-145.
 
+const { CaptureError } = require('../../lib/errors');
+
 const PCAP_MAGIC = new Set([0xa1b2c3d4, 0xa1b23c4d, 0xd4c3b2a1, 0x4d3cb2a1]);
 const PCAPNG_MAGIC = 0x0a0d0d0a;
 
@@ -15,8 +17,6 @@ function captureKind(buf) {
   return null;
 }
 
-/** A capture that ends before a header says it should: what was read before is kept. */
-class CaptureError extends Error {}
 
 /** Bytes from a Buffer, in order: take(n) -> the next n bytes, or null when fewer are left. */
 class BufferSource {

@@ -8,6 +8,8 @@
 // A failed request rejects with an Error whose `reason` is one of:
 //   'aborted' (deadline or router gone), 'too_large', 'unreachable', 'reset', 'error'.
 
+const { ConfigError } = require('../../../lib/errors');
+
 const ENGINES = {
   undici: () => require('./undici'),
   axios: () => require('./axios'),
@@ -15,7 +17,7 @@ const ENGINES = {
 
 function createEngine(name, options) {
   const factory = ENGINES[name];
-  if (!factory) throw new Error(`unknown HTTP engine '${name}'`);
+  if (!factory) throw new ConfigError(`backend.engine: unknown HTTP engine '${name}' (known: ${Object.keys(ENGINES).join(', ')})`);
   const { Engine } = factory();
   return new Engine(options);
 }

@@ -8,6 +8,7 @@
 
 const http = require('node:http');
 const { buildConnector } = require('undici');
+const { ProxyError } = require('../../../lib/errors');
 
 /** The proxy URL for an origin ("https://crm.example:8443"), or null: NO_PROXY, or none configured. */
 function proxyFor(proxy, origin) {
@@ -64,9 +65,7 @@ function tunnelConnector(proxyUrl, tlsOptions) {
     req.once('connect', (res, socket) => {
       if (res.statusCode !== 200) {
         socket.destroy();
-        const err = new Error(`proxy ${proxy.host} refused the tunnel to ${opts.hostname}:${port}: HTTP ${res.statusCode}`);
-        err.code = 'ERR_GED145_PROXY';
-        fail(err);
+        fail(new ProxyError(`proxy ${proxy.host} refused the tunnel to ${opts.hostname}:${port}: HTTP ${res.statusCode}`));
         return;
       }
       done = true;
