@@ -8,6 +8,7 @@
 const client = require('prom-client');
 const { text: { printable } } = require('../../lib/protocol');
 const { History } = require('./status');
+const { TallyCounter, TallyHistogram } = require('./tally');
 
 const OTHER = '(other)';
 const SESSION_STATES = Object.freeze(['connected', 'open', 'closing']);
@@ -28,10 +29,11 @@ class Metrics {
         this.registry.removeSingleMetric(name);
       }
     }
-    this.queries = new client.Counter({
+    // The four metrics every query updates are tallies (tally.js): a few additions per query, read at scrape time.
+    this.queries = new TallyCounter({
       name: `${prefix}queries_total`, help: 'Queries answered, by subtype and outcome', labelNames: ['subtype', 'outcome'], registers,
     });
-    this.queryDuration = new client.Histogram({
+    this.queryDuration = new TallyHistogram({
       name: `${prefix}query_duration_seconds`, help: 'Time from QUERY_REQ read to reply written, by outcome', labelNames: ['outcome'], buckets: LATENCY_BUCKETS,
       registers,
     });
@@ -59,11 +61,11 @@ class Metrics {
     this.connectionsRefused = new client.Counter({
       name: `${prefix}connections_refused_total`, help: 'Connections closed before a session, by reason', labelNames: ['reason'], registers,
     });
-    this.backendResponses = new client.Counter({
+    this.backendResponses = new TallyCounter({
       name: `${prefix}backend_responses_total`, help: 'Backend HTTP answers by status class (2xx, 4xx, 5xx...), and requests that got none (error)',
       labelNames: ['class'], registers,
     });
-    this.backendDuration = new client.Histogram({
+    this.backendDuration = new TallyHistogram({
       name: `${prefix}backend_duration_seconds`, help: 'Backend HTTP round trip, request sent to body read', buckets: LATENCY_BUCKETS, registers,
     });
     this.backendUp = new client.Gauge({
@@ -122,8 +124,9 @@ class Metrics {
     this.known = new Set(); // configured routes' subtypes: never folded into (other)
     this.maxOtherSubtypes = 50;
     this.others = 0; // labels given to subtypes that are not configured routes
-    this.durations = new Map(); // outcome -> histogram child
-    this.responseClasses = new Map(); // '2xx', '5xx'..., 'error' -> counter child
+    this.durations = new Map(); // outcome -> its series of queryDuration
+    this.responseClasses = new Map(); // '2xx', '5xx'..., 'error' -> its tally of backendResponses
+    this.backendSeries = this.backendDuration.labels();
     this.history = new History(); // the last minutes second by second, for the status page (status.js)
   }
 
@@ -133,16 +136,16 @@ class Metrics {
     this.maxOtherSubtypes = maxOtherSubtypes;
   }
 
-  /** Hot path: label children are cached, so a query costs two increments. */
+  /** Hot path: tallies and series are kept per label set, so a query costs a few additions. */
   observeQuery(subtype, outcome, seconds) {
     let byOutcome = this.subtypes.get(subtype === undefined ? NONE : subtype);
     if (byOutcome === undefined) byOutcome = this.newSubtype(subtype);
-    let counter = byOutcome.get(outcome);
-    if (counter === undefined) {
-      counter = this.queries.labels(byOutcome.label, outcome);
-      byOutcome.set(outcome, counter);
+    let tally = byOutcome.get(outcome);
+    if (tally === undefined) {
+      tally = this.queries.tally(byOutcome.label, outcome);
+      byOutcome.set(outcome, tally);
     }
-    counter.inc();
+    tally.n++;
     let hist = this.durations.get(outcome);
     if (hist === undefined) {
       hist = this.queryDuration.labels(outcome);
@@ -154,13 +157,13 @@ class Metrics {
 
   /** Hot path: one backend request's end, by class ('2xx', '5xx'..., or 'error' for no answer), and its round trip if it got one. */
   observeBackend(responseClass, seconds) {
-    let counter = this.responseClasses.get(responseClass);
-    if (counter === undefined) {
-      counter = this.backendResponses.labels(responseClass);
-      this.responseClasses.set(responseClass, counter);
+    let tally = this.responseClasses.get(responseClass);
+    if (tally === undefined) {
+      tally = this.backendResponses.tally(responseClass);
+      this.responseClasses.set(responseClass, tally);
     }
-    counter.inc();
-    if (seconds !== null) this.backendDuration.observe(seconds);
+    tally.n++;
+    if (seconds !== null) this.backendSeries.observe(seconds);
     this.history.backend(responseClass, seconds);
   }
 
