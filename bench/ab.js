@@ -11,6 +11,9 @@
 //   BENCH_ROUNDS=16 BENCH_WINDOW=32 BENCH_SECONDS=2 BENCH_BASELINE_BIN=... node bench/ab.js
 //   BENCH_GATEWAY_ARGS='--config a.json' BENCH_BASELINE_ARGS='--config b.json' BENCH_BASELINE_BIN=bin/ged145.js node bench/ab.js
 //       (one build, two configurations)
+// BENCH_PREWARM_SECONDS (1): unmeasured queries through each gateway after it starts, at the same
+// window, so that neither build is measured while V8 still compiles its path (the warm-up at
+// start covers most of it, but a build with a different warm-up would be favoured otherwise).
 
 const { startPlainBackend, startGateway, runClient, median } = require('./harness');
 const { table, writeResult } = require('./report');
@@ -18,6 +21,7 @@ const { table, writeResult } = require('./report');
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 12);
 const WINDOW = Number(process.env.BENCH_WINDOW || 1);
 const SECONDS = Number(process.env.BENCH_SECONDS || 2);
+const PREWARM = Number(process.env.BENCH_PREWARM_SECONDS || 1);
 const args = (s) => (s || '').split(' ').filter(Boolean);
 
 async function main() {
@@ -31,6 +35,7 @@ async function main() {
   for (let i = 0; i < ROUNDS; i++) {
     const order = i % 2 === 0 ? builds : [...builds].reverse();
     for (const b of order) b.gw = await b.start();
+    if (PREWARM > 0) for (const b of order) await runClient({ port: b.gw.port, kind: 'query', window: WINDOW, durationMs: PREWARM * 1000 });
     for (const b of order) {
       const r = await runClient({ port: b.gw.port, kind: 'query', window: WINDOW, durationMs: SECONDS * 1000 });
       if (r.errors || r.lost || r.duplicated) throw new Error(`${b.name}: ${r.errors} errors, ${r.lost} lost, ${r.duplicated} duplicated`);

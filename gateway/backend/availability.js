@@ -48,8 +48,15 @@ class QueryResolver extends Dispatcher {
     return route === undefined ? this.top : route;
   }
 
-  /** The outcome for a handle's query; a stale answer met on the way is kept on the handle. */
-  async resolve(h) {
+  /** A promise of the outcome for a handle's query; a stale answer met on the way is kept on the handle. */
+  resolve(h) {
+    if (!h.settings.cache || this.cache === null) {
+      return this.backend.call(h.query, h.signal, h.deadlineAt).then((outcome) => (outcome.kind === KIND.OK ? outcome : this.instead(outcome, h) || outcome));
+    }
+    return this.resolveCached(h);
+  }
+
+  async resolveCached(h) {
     const q = h.query;
     const s = h.settings;
     let key = null;

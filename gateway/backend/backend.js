@@ -114,20 +114,23 @@ class Backend {
   }
 
   /**
-   * One backend outcome for q (see the top of this file). deadlineAt (performance.now() time):
-   * when the query's deadline runs out, so that a retry is tried only while enough of it is left.
+   * A promise of one backend outcome for q (see the top of this file). deadlineAt
+   * (performance.now() time): when the query's deadline runs out, so that a retry is tried only
+   * while enough of it is left. The request is built before anything is awaited, so that a
+   * placeholder refused is known at once; the path from here to the engine is plain promises,
+   * one continuation per layer that has something to do with the answer (docs/performance.md).
    */
-  async call(q, signal, deadlineAt = Infinity) {
+  call(q, signal, deadlineAt = Infinity) {
     const route = q.subtype === undefined ? undefined : this.routes.get(q.subtype);
     try {
-      if (route === undefined || route.kind === 'contract') return await this.callContract(q, signal, deadlineAt);
-      if (route.kind === 'module') return await this.callModule(route, q, signal, deadlineAt);
-      return await this.callRoute(route, q, signal, deadlineAt);
+      if (route === undefined || route.kind === 'contract') return this.callContract(q, signal, deadlineAt);
+      if (route.kind === 'module') return this.callModule(route, q, signal, deadlineAt);
+      return this.callRoute(route, q, signal, deadlineAt);
     } catch (err) {
-      if (!(err instanceof PlaceholderError)) throw err;
+      if (!(err instanceof PlaceholderError)) return Promise.reject(err);
       const n = this.throttle.hit('placeholder');
       if (n && this.log) this.log.warn(`query refused before the backend: ${err.message}`, { subtype: logText(q.subtype), invokeId: q.invokeId, count: n });
-      return appError(err.message, REASON.BAD_PLACEHOLDER);
+      return Promise.resolve(appError(err.message, REASON.BAD_PLACEHOLDER));
     }
   }
 
@@ -145,13 +148,25 @@ class Backend {
    * first origin costs no query while another is healthy), and a request that never reached its
    * origin (refused, unresolvable) goes to the next one while retry.minRemainingMs of the deadline is left.
    */
-  async callContract(q, signal, deadlineAt) {
-    if (this.targets.length === 0) return hostError(REASON.NO_BACKEND, 'no backend configured');
+  callContract(q, signal, deadlineAt) {
+    if (this.targets.length === 0) return Promise.resolve(hostError(REASON.NO_BACKEND, 'no backend configured'));
     const body = JSON.stringify(queryJson(q));
     const suffix = q.subtype === undefined ? '/query' : `/query/${encodeSegment('subtype', q.subtype)}`;
     const order = this.candidates();
+    if (order.length === 1) {
+      const { origin, basePath } = order[0];
+      const request = {
+        origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal, group: signal.group,
+      };
+      return this.breakers.run(origin, q.subtype, () => this.send(request, null, this.auth, deadlineAt));
+    }
+    return this.callOrigins(q, order, body, suffix, signal, deadlineAt);
+  }
+
+  /** callContract over two origins or more, in order. */
+  async callOrigins(q, order, body, suffix, signal, deadlineAt) {
     // Origins whose circuit is open for this subtype are skipped; if all are, the first is sent anyway.
-    const tries = order.length === 1 ? order : order.filter((t) => !this.breakers.isOpen(t.origin, q.subtype));
+    const tries = order.filter((t) => !this.breakers.isOpen(t.origin, q.subtype));
     if (tries.length === 0) tries.push(order[0]);
     let outcome;
     for (let i = 0; i < tries.length; i++) {
@@ -176,7 +191,7 @@ class Backend {
     return this.log !== null && this.log.isLevelEnabled('debug');
   }
 
-  async callRoute(route, q, signal, deadlineAt) {
+  callRoute(route, q, signal, deadlineAt) {
     const path = fillTemplate(route.template, q);
     const headers = route.headers === null ? this.baseHeaders : { ...this.baseHeaders, ...route.headers };
     const body = route.sendBody ? JSON.stringify(queryJson(q)) : undefined;
@@ -189,9 +204,10 @@ class Backend {
     // routes.<subtype>.timeoutMs: this route gives up sooner than the query deadline.
     request.signal = AbortSignal.any([asAbortSignal(signal), AbortSignal.timeout(route.timeoutMs)]);
     request.timeoutMs = route.timeoutMs;
-    const outcome = await this.breakers.run(origin, q.subtype, () => this.send(request, route, auth, deadlineAt));
-    if (outcome.reason === REASON.TIMEOUT) return hostError(REASON.TIMEOUT, `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
-    return outcome;
+    return this.breakers.run(origin, q.subtype, () => this.send(request, route, auth, deadlineAt)).then((outcome) => {
+      if (outcome.reason === REASON.TIMEOUT) return hostError(REASON.TIMEOUT, `backend did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
+      return outcome;
+    });
   }
 
   async callModule(route, q, signal, deadlineAt) {
@@ -262,10 +278,21 @@ class Backend {
    * One backend request, its credentials added, classified as an outcome for the route (null: the
    * default contract).
    */
-  async send(request, route, credentials, deadlineAt) {
-    const res = await this.exchange(request, credentials, deadlineAt);
-    if (res.kind !== undefined) return res;
-    return this.classify(res, route, request.origin);
+  send(request, route, credentials, deadlineAt) {
+    if (credentials !== null) {
+      return this.exchange(request, credentials, deadlineAt).then((res) => (res.kind !== undefined ? res : this.classify(res, route, request.origin)));
+    }
+    // Without credentials, exchange() is one request: its answer is classified in the engine's own continuation.
+    this.stats(request.origin).requests++;
+    const started = performance.now();
+    return this.engine.request(request).then((res) => {
+      this.observeAnswer(res.status, started);
+      return this.classify(res, route, request.origin);
+    }, (err) => this.noAnswer(err, request));
+  }
+
+  observeAnswer(status, started) {
+    if (this.metrics) this.metrics.observeBackend(STATUS_CLASSES[Math.floor(status / 100)] || 'other', (performance.now() - started) / 1000);
   }
 
   /**
@@ -296,7 +323,7 @@ class Backend {
         return this.noAnswer(err, request);
       }
       const { status } = res;
-      if (this.metrics) this.metrics.observeBackend(STATUS_CLASSES[Math.floor(status / 100)] || 'other', (performance.now() - started) / 1000);
+      this.observeAnswer(status, started);
       if (status === 401 && attempt === 0 && used !== null && credentials.refreshes
         && deadlineAt - performance.now() >= this.retry.minRemainingMs && credentials.renew(used)) {
         if (this.metrics) this.metrics.backendAuthRetries.inc();

@@ -110,21 +110,21 @@ class Breakers {
    * Runs send() through the circuit of route on origin: its outcome, or, when the circuit is open
    * and another origin may take the call (elsewhere), a host_error circuit_open at once.
    */
-  async run(origin, route, send, elsewhere = false) {
+  run(origin, route, send, elsewhere = false) {
     const entry = this.get(origin, route);
     if (entry === null) return send();
     const c = entry.circuit;
     const ticket = c.allow(!elsewhere);
-    if (ticket === REFUSED) return CIRCUIT_OPEN;
-    let outcome = null;
-    try {
-      outcome = await send();
-      return outcome;
-    } finally {
-      const v = outcome === null ? null : verdict(outcome);
+    if (ticket === REFUSED) return Promise.resolve(CIRCUIT_OPEN);
+    return send().then((outcome) => {
+      const v = verdict(outcome);
       if (v !== false && v !== null) entry.lastError = outcome.detail || outcome.reason;
       c.record(ticket, v);
-    }
+      return outcome;
+    }, (err) => {
+      c.record(ticket, null);
+      throw err;
+    });
   }
 
   changed(entry, state, from) {

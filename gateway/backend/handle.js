@@ -41,7 +41,13 @@ class QueryHandle {
   /** Asks the backend. */
   start() {
     this.started = true;
-    this.resolver.resolve(this).then(
+    let answer;
+    try {
+      answer = this.resolver.resolve(this);
+    } catch (err) {
+      answer = Promise.reject(err); // never an outcome inside dispatch(): the session has not its handle yet
+    }
+    answer.then(
       (outcome) => this.finish(outcome),
       (err) => this.finish({ ...hostError(REASON.INTERNAL, 'internal error'), err }),
     );
