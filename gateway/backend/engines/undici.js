@@ -78,8 +78,7 @@ class Engine {
       const opts = o.absolute === null ? {
         path, method, headers, body,
       } : o.absolute.opts(path, method, headers, body);
-      const handler = new Collect(signal, resolve, reject, opts, idempotent ? o : null, this.onReconnect);
-      handler.group = group;
+      const handler = new Collect(signal, resolve, reject, opts, idempotent ? o : null, this.onReconnect, group);
       if (signal && signal.aborted) {
         handler.onResponseError(null, signal.reason);
         return;
@@ -193,8 +192,11 @@ class Origin {
  * for a free connection settles it at once; the Origin never dispatches it.
  */
 class Collect {
-  /** origin: where to send it again if its connection breaks before an answer (null: never, the route is not idempotent). */
-  constructor(signal, resolve, reject, opts, origin, onReconnect) {
+  /**
+   * origin: where to send it again if its connection breaks before an answer (null: never, the
+   * route is not idempotent); group: whose request it is (Origin's fair share).
+   */
+  constructor(signal, resolve, reject, opts, origin, onReconnect, group) {
     this.opts = opts;
     this.origin = origin;
     this.onReconnect = onReconnect;
@@ -206,7 +208,7 @@ class Collect {
     this.status = 0;
     this.chunks = [];
     this.settled = false;
-    this.group = undefined; // whose request it is (Origin's fair share), set by the engine
+    this.group = group;
     if (signal) signal.addEventListener('abort', this);
   }
 
