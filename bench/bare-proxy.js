@@ -9,11 +9,12 @@ const net = require('node:net');
 const {
   MessageReader, serialize, MESSAGE_TYPES: T, DIRECTION, STATUS,
 } = require('../lib/protocol');
-const { createEngine } = require('../gateway/backend/engines');
+const { createEngine, engineOptions } = require('../gateway/backend/engines');
+const { DEFAULTS } = require('../gateway/config');
 const { queryJson } = require('../gateway/backend/request');
 
 const origin = new URL(process.argv[2]).origin;
-const engine = createEngine('undici', { connections: 64, maxResponseBytes: 65536 });
+const engine = createEngine('undici', engineOptions(DEFAULTS.backend));
 const headers = { 'content-type': 'application/json', accept: 'application/json' };
 
 net.createServer({ noDelay: true }, (socket) => {

@@ -6,7 +6,8 @@
 //   node bench/direct-http.js <engine> <backendUrl> <concurrency> <seconds>
 
 const { performance } = require('node:perf_hooks');
-const { createEngine } = require('../gateway/backend/engines');
+const { createEngine, engineOptions } = require('../gateway/backend/engines');
+const { DEFAULTS } = require('../gateway/config');
 const { queryJson } = require('../gateway/backend/request');
 const { newHistogram } = require('../simulator/stats');
 const { QUERY } = require('./harness');
@@ -18,7 +19,7 @@ const DEADLINE = process.env.BENCH_DIRECT_DEADLINE || 'none';
 async function main() {
   const [engineName, url, concurrencyArg, secondsArg] = process.argv.slice(2);
   const concurrency = Number(concurrencyArg);
-  const engine = createEngine(engineName, { connections: 64, maxResponseBytes: 65536 });
+  const engine = createEngine(engineName, engineOptions(DEFAULTS.backend));
   const origin = new URL(url).origin;
   const headers = { 'content-type': 'application/json', accept: 'application/json' };
   const hist = newHistogram();

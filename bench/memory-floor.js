@@ -21,7 +21,7 @@ async function main() {
     const { Engine } = require('../gateway/backend/engines/undici'); // undici's Pool, loaded as the gateway loads it
     const server = http.createServer((req, res) => res.end('{}'));
     await new Promise((r) => server.listen(0, '127.0.0.1', r));
-    const engine = new Engine();
+    const engine = new Engine({ connections: 64, maxResponseBytes: 65_536, keepAliveTimeout: 4000 }); // the defaults of config/schema.js
     await engine.request({ origin: `http://127.0.0.1:${server.address().port}`, path: '/', method: 'POST', body: '{}' });
     await engine.close();
     await new Promise((r) => server.close(r));

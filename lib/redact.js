@@ -7,13 +7,15 @@
 // digits, which catches a number the handler reformatted (+1 555-123-4567 keeps no four in a row
 // of the original, but each group of four is hidden).
 
+const { CALLER_FIELDS } = require('./query-fields');
+
 const HIDDEN = '[redacted]';
 const DIGITS = /\d{4,}/g;
 
 /** The caller values of a query (the backend's JSON form, backend/request.js queryJson), longest first. */
 function callerValues(q) {
   const out = [];
-  for (const v of [q.clid, q.ced, q.cdpd, q.dn]) if (v !== undefined) out.push(String(v));
+  for (const k of CALLER_FIELDS) if (q[k] !== undefined) out.push(String(q[k]));
   for (const o of [q.vars, q.ecc]) if (o !== undefined && o !== null) for (const v of Object.values(o)) out.push(String(v));
   if (Array.isArray(q.eccArrays)) for (const e of q.eccArrays) out.push(String(e.value));
   return out.filter((v) => v.length >= 2).sort((a, b) => b.length - a.length);

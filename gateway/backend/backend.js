@@ -7,7 +7,7 @@ const { performance } = require('node:perf_hooks');
 const {
   queryJson, fillTemplate, encodeSegment, jsonPath, mapResponse,
 } = require('./request');
-const { createEngine } = require('./engines');
+const { createEngine, engineOptions } = require('./engines');
 const { asAbortSignal } = require('./abort');
 const { text: { printable } } = require('../../lib/protocol');
 const { BackendHealth } = require('./health');
@@ -58,9 +58,7 @@ class Backend {
     this.health = new BackendHealth({ log, metrics, instead });
     const runtime = config.backendRuntime || NO_RUNTIME;
     this.engine = createEngine(config.backend.engine, {
-      connections: config.backend.connections,
-      maxResponseBytes: config.backend.maxResponseBytes,
-      keepAliveTimeout: config.backend.keepAliveTimeoutMs,
+      ...engineOptions(config.backend),
       tls: runtime.tls,
       proxy: runtime.proxy,
       onReconnect: metrics === null ? null : () => metrics.backendReconnects.inc(),

@@ -19,7 +19,7 @@ const { LogThrottle } = require('../../lib/log-throttle');
 const { fillAnswer } = require('../answer/fit');
 const { ReplyWriter } = require('../answer/writer');
 const { isObject } = require('../../lib/objects');
-const { VAR_KEY } = require('./request');
+const { fieldValue } = require('../../lib/query-fields');
 
 const REDIS_TIMEOUT_MS = 25; // a Redis answer later than this is not worth the router's deadline
 const KEY_PREFIX = 'ged145:answer:';
@@ -43,14 +43,6 @@ function entryBytes(key, json, answer) {
 }
 const ANSWER_FIELDS = ['vars', 'ecc', 'eccArrays', 'ced', 'cdpd'];
 
-/** The request fields a cache key may name (docs/configuration.md, cache.key). */
-function keyField(q, name) {
-  if (name.startsWith('vars.')) return q.vars ? q.vars[name.slice(5)] : undefined;
-  if (name.startsWith('ecc.')) return q.ecc ? q.ecc[name.slice(4)] : undefined;
-  return q[name];
-}
-const KEY_FIELDS = new Set(['subtype', 'clid', 'dn', 'ced', 'cdpd', 'routingClient']);
-const isKeyName = (name) => KEY_FIELDS.has(name) || VAR_KEY.test(name) || /^ecc\..+$/.test(name);
 
 /**
  * The cache key of q under the field names `fields`, or null when one of them is missing or empty
@@ -62,7 +54,7 @@ function cacheKey(q, fields) {
   const parts = [q.subtype ?? null];
   for (const f of fields) {
     if (f === 'subtype') continue;
-    const v = keyField(q, f);
+    const v = fieldValue(q, f);
     if (v === undefined || v === null || v === '') return null;
     parts.push(v);
   }
@@ -229,4 +221,4 @@ class AnswerCache {
   }
 }
 
-module.exports = { AnswerCache, cacheKey, isKeyName };
+module.exports = { AnswerCache, cacheKey };

@@ -5,7 +5,7 @@
 // .cache, .breaker), where the route's value wins. Types and ranges are the schema's (schema.js,
 // checked before these run); what is here is what a schema cannot say, and the compiled shapes.
 
-const { isKeyName } = require('../backend/cache');
+const { isKeyField, KEY_FIELDS, listed } = require('../../lib/query-fields');
 const { ConfigError } = require('../../lib/errors');
 const { sectionDefaults } = require('./schema');
 
@@ -25,8 +25,8 @@ function compileFallback(value) {
 function compileCache(value, where = 'cache', base = CACHE_DEFAULTS) {
   if (value === null || value === undefined || value === false) return null;
   const c = value === true ? { ...base } : { ...base, ...value };
-  if (!c.key.every((k) => isKeyName(k))) {
-    throw new ConfigError(`${where}.key must list request fields: subtype, clid, dn, ced, cdpd, routingClient, vars.N, ecc.NAME`);
+  if (!c.key.every((k) => isKeyField(k))) {
+    throw new ConfigError(`${where}.key must list request fields: ${listed(KEY_FIELDS)}`);
   }
   return c;
 }

@@ -3,12 +3,12 @@
 // Routes as configured -> routes as the backend runs them. The default contract is POST
 // {backend}/query/{subtype} with the query as JSON; a per-subtype route in the config maps a query
 // onto any REST call (method, URL template, headers, response mapping) or onto a JS module the
-// user names. The request shapes themselves are backend/request.js.
+// user names. A URL template is parsed here, once; backend/request.js fills it in for each query.
 
 const path = require('node:path');
 const { closest } = require('../../lib/closest');
 const { ConfigError } = require('../../lib/errors');
-const { parseTemplate, TARGETS } = require('../backend/request');
+const { isTarget, isPlaceholder, TARGET_FIELDS } = require('../../lib/query-fields');
 const { resolveHeaders, compileAuth } = require('./backend');
 const {
   CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker,
@@ -85,7 +85,7 @@ function compileRoute(route, {
   const template = parseTemplate(route.url);
   const mapping = Object.entries(route.response || {});
   for (const [target, source] of mapping) {
-    if (!TARGETS.test(target)) throw new ConfigError(`response target '${target}' must be vars.1..vars.10, ecc.NAME, ced or cdpd`);
+    if (!isTarget(target)) throw new ConfigError(`response target '${target}' must be vars.1..vars.10, ecc.NAME, ${TARGET_FIELDS.join(' or ')}`);
     if (typeof source !== 'string') throw new ConfigError(`response.${target} must be a JSON path string`);
   }
   const headers = resolveHeaders(route.headers, 'headers', env, { files: route.headerFiles, baseDir });
@@ -125,6 +125,29 @@ function forget(file) {
   walk(require.resolve(file));
 }
 
+/** Splits a URL template into literal parts and placeholder keys, once, at config load. */
+function parseTemplate(template) {
+  const m = /^(https?:\/\/[^/?#]+)(.*)$/.exec(template);
+  if (!m) throw new ConfigError(`url '${template}' must start with http:// or https:// and a host`);
+  const [, origin, rest] = m;
+  if (origin.includes('{')) throw new ConfigError('placeholders are allowed in the path and query only, never in the host');
+  const parts = [];
+  const re = /\{([^{}]+)\}/g;
+  let last = 0;
+  let match;
+  while ((match = re.exec(rest)) !== null) {
+    const key = match[1];
+    if (!isPlaceholder(key)) {
+      throw new ConfigError(`unknown placeholder {${key}}`);
+    }
+    parts.push(rest.slice(last, match.index), key);
+    last = match.index + match[0].length;
+  }
+  parts.push(rest.slice(last));
+  const pathPart = rest === '' ? '/' : rest;
+  return { origin, parts: rest === '' ? ['/'] : parts, hasPlaceholders: parts.length > 1, path: pathPart };
+}
+
 module.exports = {
-  compileRoute,
+  compileRoute, parseTemplate,
 };

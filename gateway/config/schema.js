@@ -13,6 +13,7 @@ const {
 } = require('../../lib/protocol');
 const { ENGINE_NAMES } = require('../backend/engines');
 const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
+const { KEY_FIELDS, listed } = require('../../lib/query-fields');
 
 const SCHEMA_URI = 'http://json-schema.org/draft-07/schema#';
 const SCHEMA_ID = 'https://ged145.invalid/schemas/gateway.json';
@@ -86,7 +87,7 @@ const DEFINITIONS = {
         minItems: 1,
         items: { type: 'string' },
         default: ['subtype', 'clid'],
-        'x-must': 'must list request fields: subtype, clid, dn, ced, cdpd, routingClient, vars.N, ecc.NAME',
+        'x-must': `must list request fields: ${listed(KEY_FIELDS)}`,
       },
       store: {
         type: ['string', 'null'], pattern: '^rediss?://[^/]+', default: null, 'x-must': 'must be a redis://host:port URL or null',

@@ -4,6 +4,8 @@
 // every variable value) is replaced, so the logs can leave the call center. Absent fields are left
 // out rather than printed as undefined.
 
+const { CALLER_FIELDS } = require('../../lib/query-fields');
+
 const HIDDEN = '[redacted]';
 
 function hideValues(o) {
@@ -16,7 +18,7 @@ function describeQuery(q, session, redact) {
   if (q.subtype !== undefined) out.subtype = q.subtype;
   if (q.duplicate) out.duplicate = true;
   if (q.noScriptReply) out.noScriptReply = true;
-  for (const k of ['clid', 'ced', 'cdpd', 'dn']) if (q[k] !== undefined) out[k] = redact ? HIDDEN : q[k];
+  for (const k of CALLER_FIELDS) if (q[k] !== undefined) out[k] = redact ? HIDDEN : q[k];
   if (q.routingClient !== undefined) out.routingClient = q.routingClient;
   if (q.vars !== undefined) out.vars = redact ? hideValues(q.vars) : q.vars;
   if (q.ecc !== undefined) out.ecc = redact ? hideValues(q.ecc) : q.ecc;

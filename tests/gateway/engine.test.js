@@ -5,7 +5,10 @@
 // with an AbortController's signal and with a query's QuerySignal.
 
 const assert = require('node:assert/strict');
-const { createEngine } = require('../../gateway/backend/engines');
+const { createEngine, engineOptions } = require('../../gateway/backend/engines');
+const { DEFAULTS } = require('../../gateway/config');
+
+const OPTIONS = engineOptions(DEFAULTS.backend); // what a gateway that sets nothing gives its engine
 const { QuerySignal, DEADLINE } = require('../../gateway/backend/abort');
 const { startTestBackend } = require('../helpers/stack');
 
@@ -29,7 +32,7 @@ describe('undici engine', () => {
   });
 
   it('joins a body sent in pieces, a character split across two of them included', async () => {
-    engine = createEngine('undici', {});
+    engine = createEngine('undici', OPTIONS);
     const bytes = Buffer.from('{"vars":{"1":"Jos\u00e9"}}');
     const cut = bytes.indexOf(0xc3) + 1; // between the two bytes of é
     behaviour = (req, res) => {
@@ -50,7 +53,7 @@ describe('undici engine', () => {
   };
   for (const [kind, makeSignal] of Object.entries(SIGNALS)) {
     it(`an already aborted signal fails at once and sends nothing (${kind})`, async () => {
-      engine = createEngine('undici', {});
+      engine = createEngine('undici', OPTIONS);
       const c = makeSignal();
       c.abort(DEADLINE);
       await assert.rejects(post(c.signal), { reason: 'deadline' });
@@ -58,7 +61,7 @@ describe('undici engine', () => {
     });
 
     it(`an abort mid-request closes the backend request; a later request still works (${kind})`, async () => {
-      engine = createEngine('undici', {});
+      engine = createEngine('undici', OPTIONS);
       behaviour = () => {}; // never answers
       const c = makeSignal();
       const pending = post(c.signal);
@@ -71,7 +74,7 @@ describe('undici engine', () => {
     });
 
     it(`an abort while waiting for a free connection fails at once; the held request is unaffected (${kind})`, async () => {
-      engine = createEngine('undici', { connections: 1 });
+      engine = createEngine('undici', { ...OPTIONS, connections: 1 });
       let release;
       behaviour = (req, res) => { release = () => res.end('{"first":true}'); };
       const first = post();
@@ -89,7 +92,7 @@ describe('undici engine', () => {
   }
 
   it('axios gets a real AbortSignal for a QuerySignal, and its abort', async () => {
-    engine = createEngine('axios', {});
+    engine = createEngine('axios', OPTIONS);
     behaviour = () => {}; // never answers
     const s = new QuerySignal();
     const pending = post(s);

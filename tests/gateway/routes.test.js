@@ -10,7 +10,8 @@ const fc = require('fast-check');
 const { STATUS } = require('../../lib/protocol');
 const { WireClient } = require('../helpers/wire');
 const { startStack, startTestBackend } = require('../helpers/stack');
-const { parseTemplate, fillTemplate, PlaceholderError } = require('../../gateway/backend/request');
+const { fillTemplate, PlaceholderError } = require('../../gateway/backend/request');
+const { parseTemplate } = require('../../gateway/config/routes');
 const { compileRoute } = require('../../gateway/config/routes');
 const { loadConfig } = require('../../gateway/config');
 

@@ -14,8 +14,8 @@ const { asAbortSignal } = require('../abort');
  */
 class Engine {
   constructor({
-    connections = 64, maxResponseBytes = 64 * 1024, keepAliveTimeout = 4000, tls = null, onReconnect = null,
-  } = {}) {
+    connections, maxResponseBytes, keepAliveTimeout, tls = null, onReconnect = null,
+  }) {
     this.name = 'axios';
     this.onReconnect = onReconnect;
     // Node's agents close a free socket after `timeout` of idleness.

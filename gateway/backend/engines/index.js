@@ -15,11 +15,24 @@ const ENGINES = {
   axios: () => require('./axios'),
 };
 
+/**
+ * The engine options from the configuration's backend section (or the schema's defaults, for a
+ * bench or a test): engines have no defaults of their own, so that the schema is the one place
+ * a default is written.
+ */
+const engineOptions = (backend) => ({
+  connections: backend.connections, maxResponseBytes: backend.maxResponseBytes, keepAliveTimeout: backend.keepAliveTimeoutMs,
+});
+
+/** options: engineOptions(), and tls, proxy and onReconnect where there are any. */
 function createEngine(name, options) {
+  for (const key of ['connections', 'maxResponseBytes', 'keepAliveTimeout']) {
+    if (!Number.isFinite(options[key])) throw new TypeError(`createEngine: options.${key} is missing (engineOptions(config.backend) gives it)`);
+  }
   const factory = ENGINES[name];
   if (!factory) throw new ConfigError(`backend.engine: unknown HTTP engine '${name}' (known: ${Object.keys(ENGINES).join(', ')})`);
   const { Engine } = factory();
   return new Engine(options);
 }
 
-module.exports = { createEngine, ENGINE_NAMES: Object.keys(ENGINES) };
+module.exports = { createEngine, engineOptions, ENGINE_NAMES: Object.keys(ENGINES) };

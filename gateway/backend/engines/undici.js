@@ -27,8 +27,8 @@ class Engine {
    * being sent again after its reused connection broke (metrics).
    */
   constructor({
-    connections = 64, maxResponseBytes = 64 * 1024, keepAliveTimeout = 4000, tls = null, proxy = null, onReconnect = null,
-  } = {}) {
+    connections, maxResponseBytes, keepAliveTimeout, tls = null, proxy = null, onReconnect = null,
+  }) {
     this.name = 'undici';
     // A server's "Keep-Alive: timeout=N" is honoured less KEEP_ALIVE_MARGIN_MS, the time our
     // request may take to reach it; without one, a connection idle for keepAliveTimeout is closed.
