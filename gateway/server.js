@@ -8,20 +8,24 @@ const tls = require('node:tls');
 const { createLogger } = require('../lib/logger');
 const { STATUS, createProfile, serializerFor } = require('../lib/protocol');
 const { Session } = require('./session/session');
+const { SessionHost } = require('./session/host');
 const { QueryResolver } = require('./backend');
 const { Metrics } = require('./ops/metrics');
 const { RecentLines, ProcessStatus } = require('./ops/status');
 
 const SESSION_REFUSAL_LOG_MS = 60_000;
 
-class Gateway {
+class Gateway extends SessionHost {
   constructor(config, { log, metrics } = {}) {
-    this.config = config;
     // The wire numbering of this gateway's sessions (config `protocol`); a reload keeps it.
-    this.profile = createProfile(config.protocol);
-    this.serialize = serializerFor(this.profile);
-    this.log = log || createLogger({ component: 'gateway', ...config.log });
-    this.metrics = metrics || new Metrics();
+    const profile = createProfile(config.protocol);
+    super({
+      config,
+      log: log || createLogger({ component: 'gateway', ...config.log }),
+      metrics: metrics || new Metrics(),
+      profile,
+      serialize: serializerFor(profile),
+    });
     this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
     this.metrics.sessionStates = () => {
       const counts = {};

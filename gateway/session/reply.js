@@ -11,10 +11,17 @@ const { ReplyWriter } = require('../answer/writer');
 const { KIND, LABEL, labelOf } = require('../backend/outcome');
 
 class Replies {
-  /** session: {id, log, throttle, debug} for the log lines, serialize; maxBody: limits.maxMessageLength. */
-  constructor(session, maxBody) {
-    this.session = session;
-    this.writer = new ReplyWriter({ maxBody, serialize: session.serialize });
+  /**
+   * id: the session's, for the log lines; log and throttle: where they go, and how often; debug:
+   * whether debug lines are wanted; serialize: the session's serializer; maxBody: limits.maxMessageLength.
+   */
+  constructor({
+    id, log, throttle, debug, serialize, maxBody,
+  }) {
+    this.ctx = {
+      id, log, throttle, debug,
+    };
+    this.writer = new ReplyWriter({ maxBody, serialize });
   }
 
   setCipher(cipher) {
@@ -30,7 +37,7 @@ class Replies {
     try {
       return this.build(q, outcome);
     } catch (err) {
-      const s = this.session;
+      const s = this.ctx;
       const n = s.throttle.hit('answer-error');
       if (n) s.log.error(
         'could not turn the backend answer into a reply',
@@ -41,7 +48,7 @@ class Replies {
   }
 
   build(q, outcome) {
-    const s = this.session;
+    const s = this.ctx;
     switch (outcome.kind) {
       case KIND.OK: return this.answer(q, outcome.answer, labelOf(outcome));
       case KIND.APP_ERROR: return [LABEL.APP_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, outcome.text)];
@@ -58,7 +65,7 @@ class Replies {
 
   /** QUERY_RESP for a backend answer, fitted to the tag and frame limits. */
   answer(q, answer, label) {
-    const s = this.session;
+    const s = this.ctx;
     let built;
     try {
       built = this.writer.queryResp(q, answer);

@@ -9,26 +9,17 @@
 // in reply.js, what a log line shows of a query in redact.js. What is left is the state machine
 // with a short handler per message type, the backlog past limits.maxInFlight, and the close.
 //
-// What a Session needs from its gateway (server.js, or a test double):
-//   config            the validated config (limits, deadlineMs, protocol.versions, duplicates, des, log)
-//   log, metrics      a winston logger and a Metrics
-//   resolver          .dispatch(query, deadlineAt, group, handler, send) -> a handle (backend/handle.js)
-//                     that calls handler.onOutcome(outcome) once; handle.atDeadline(lateMs) -> a stale
-//                     or fallback outcome, or null; handle.abort(). Read per query, so a reload
-//                     (SIGHUP) applies to new queries only.
-//   admitSession(s)   at OPEN_REQ: null, or the reason the session may not open
-//   releaseSession(s) an admitted session ends (CLOSE_REQ or disconnect)
-//   onSessionIdle(s)  the session has no query in flight any more
-//   onSessionClosed(s) the socket closed; the session is finished
+// What a Session needs from its gateway is the class SessionHost (host.js): server.js's Gateway
+// extends it, and so do the tests' doubles.
 
 const { performance } = require('node:perf_hooks');
 const {
-  STATUS, MESSAGE_TYPES: T,
+  STATUS, MESSAGE_TYPES: T, des,
 } = require('../../lib/protocol');
 const { RouterLink, SLICE_FRAMES } = require('./router-link');
 const { LABEL, isAnswered } = require('../backend/outcome');
 const { InFlight } = require('./inflight');
-const { openSession } = require('./open');
+const { negotiateOpen } = require('./open');
 const { Replies } = require('./reply');
 const { describeQuery } = require('./redact');
 const { LogThrottle } = require('../../lib/log-throttle');
@@ -78,7 +69,9 @@ class Session {
     });
     this.profile = gateway.profile; // the wire numbering (config `protocol`), and its serializer
     this.serialize = gateway.serialize;
-    this.reply = new Replies(this, this.limits.maxMessageLength);
+    this.reply = new Replies({
+      id: this.id, log: this.log, throttle: this.throttle, debug: this.debug, serialize: this.serialize, maxBody: this.limits.maxMessageLength,
+    });
     this.closeWaiters = [];
     this.ending = null; // {reason, last} once we decided to close: what is in flight is answered first
     this.draining = null; // {reason, last}: the host is stopping; end at the first moment nothing is in flight (drain)
@@ -220,7 +213,58 @@ class Session {
   }
 
   onOpen(msg) {
-    openSession(this, msg);
+    if (this.state === 'open') {
+      this.failure(msg.invokeId, STATUS.E_AG_SESSION_ACTIVE, 'session is already open');
+      return;
+    }
+    const agreed = negotiateOpen(msg, {
+      config: this.gateway.config,
+      limits: this.limits,
+      log: this.log,
+      throttle: this.throttle,
+      meta: { session: this.id, peer: this.peer },
+      admit: () => this.gateway.admitSession(this),
+    });
+    if (agreed.refusal !== undefined) {
+      const { status, text, close } = agreed.refusal;
+      this.failure(msg.invokeId, status, text);
+      if (close !== null) this.end(close);
+      return;
+    }
+    this.clearOpenTimer();
+    // Each OPEN sets encryption afresh: an encrypted session closed and reopened plain is plain.
+    this.setSessionKey(agreed.sessionKey);
+    this.state = 'open';
+    this.openedAt = new Date();
+    this.connectInfo = agreed.connectInfo;
+    this.version = agreed.version;
+    this.idleTimeoutMs = agreed.idleTimeoutMs;
+    this.link.setIdleTimeout(this.idleTimeoutMs);
+    this.send(this.serialize.openConf(msg.invokeId));
+    this.log.info('session opened', {
+      session: this.id,
+      peer: this.peer,
+      connectInfo: this.connectInfo,
+      version: this.version,
+      idleTimeoutMs: this.idleTimeoutMs,
+      encrypted: this.encrypted,
+    });
+  }
+
+  /** docs/protocol.md, encryption: with a session key every tag of QUERY_REQ, QUERY_RESP and FAILURE_CONF is DES-encrypted. */
+  setSessionKey(sessionKey) {
+    this.encrypted = sessionKey !== null;
+    const cipher = sessionKey === null ? undefined : des.createSessionCipher(sessionKey, {
+      onDropped: (tag, why) => {
+        this.counters.droppedFields++;
+        const n = this.throttle.hit('dropped-field');
+        if (n) {
+          this.log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: n });
+        }
+      },
+    });
+    this.reply.setCipher(cipher);
+    this.link.setCipher(cipher);
   }
 
   onHeartbeat(msg) {

@@ -12,6 +12,7 @@ const {
 } = require('../../lib/protocol');
 const { Session } = require('../../gateway/session/session');
 const { Dispatcher } = require('../../gateway/backend');
+const { SessionHost } = require('../../gateway/session/host');
 const { Metrics } = require('../../gateway/ops/metrics');
 const { loadConfig } = require('../../gateway/config');
 const { captureLogger } = require('../helpers/stack');
@@ -74,6 +75,35 @@ class FakeSocket extends EventEmitter {
   }
 }
 
+/** The gateway a session sees: SessionHost with a FakeBackend behind it, counting what it admits. */
+class TestHost extends SessionHost {
+  constructor(config, backend, level = 'debug') {
+    super({
+      config,
+      profile: DEFAULT_PROFILE,
+      serialize,
+      log: captureLogger(level),
+      metrics: new Metrics({ collectDefault: false }),
+      resolver: new FakeResolver(backend),
+    });
+    this.opened = 0;
+    this.closedSession = false;
+  }
+
+  admitSession() {
+    this.opened++;
+    return null;
+  }
+
+  releaseSession() {
+    this.opened--;
+  }
+
+  onSessionClosed() {
+    this.closedSession = true;
+  }
+}
+
 /** The session's backend side over a FakeBackend: no cache, no fallback. */
 class FakeResolver extends Dispatcher {
   constructor(backend) {
@@ -111,20 +141,7 @@ describe('Session (unit, fake clock)', () => {
   function make(overrides = {}) {
     const config = loadConfig({ env: {}, overrides: { 'backend.url': 'http://127.0.0.1:1', ...overrides } });
     backend = new FakeBackend();
-    gateway = {
-      config,
-      profile: DEFAULT_PROFILE,
-      serialize,
-      log: captureLogger('debug'),
-      metrics: new Metrics({ collectDefault: false }),
-      resolver: new FakeResolver(backend),
-      draining: false,
-      opened: 0,
-      admitSession() { this.opened++; return null; },
-      releaseSession() { this.opened--; },
-      onSessionClosed() { this.closedSession = true; },
-      onSessionIdle() {},
-    };
+    gateway = new TestHost(config, backend);
     socket = new FakeSocket();
     session = new Session(socket, gateway);
   }
@@ -391,12 +408,7 @@ describe('Session partial-frame timer under steady traffic', () => {
     try {
       const config = loadConfig({ env: {}, overrides: { 'backend.url': 'http://127.0.0.1:1', 'limits.partialFrameTimeoutMs': 1000 } });
       const socket = new FakeSocket();
-      const gateway = {
-        config, profile: DEFAULT_PROFILE, serialize, log: captureLogger('info'), metrics: new Metrics({ collectDefault: false }), resolver: {
-          resolve: (q, signal) => new FakeBackend().call(q, signal), atDeadline: () => null,
-        }, admitSession: () => null,
-        releaseSession() {}, onSessionClosed() {}, onSessionIdle() {},
-      };
+      const gateway = new TestHost(config, new FakeBackend(), 'info');
       const session = new Session(socket, gateway);
       socket.feed(serialize.openReq({ invokeId: 1, version: 2, idleTimeoutMs: 60000 }));
       const hb = serialize.heartbeatReq(2);
