@@ -3,12 +3,15 @@
 // The socket side of one router connection: bytes in through the MessageReader (with the
 // partial-frame and idle timers), replies out (corked per tick while router input is handled,
 // per round of I/O while more replies are due, a lone reply written at once; bounded by
-// limits.maxOutboundBytes), flow control, and the close: a lingering close after our FIN, and
-// the router's own FIN (a half-close). What the messages mean is the Session's business
-// (session.js); the link tells it through four callbacks:
+// limits.maxOutboundBytes), flow control, and the mechanics of a close: discarding input, our
+// FIN and the linger after it. When to close is the Session's business, and so is every state of
+// the close (session.js, one state machine); the link keeps no close state of its own, only what
+// its socket says. It tells the session through five callbacks:
 //   onMessage(msg, size), onProtocolError(err)   one per frame, from the reader
-//   onPeerEnd()        the router sent FIN while we had not decided to close, and every byte it
-//                      sent before has been handed on (none is held unread)
+//   onPeerEnd()        the router sent FIN, and every byte it sent before has been handed on
+//                      (none is held unread)
+//   onFailure(reason)  why the connection is about to go: a socket error, or a limit of the
+//                      link's own (idle timeout, partial frame, outbound buffer, linger)
 //   onClosed()         the socket is gone; called once
 //
 // A chunk holding many frames (a router that writes a thousand queries at once) is handled in
@@ -57,7 +60,7 @@ class RouterLink {
    * profile: the wire numbering the reader decodes (the gateway's protocol section).
    */
   constructor(socket, {
-    limits, log, meta, onMessage, onProtocolError, onPeerEnd, onClosed, holding = () => false, trace = null, profile,
+    limits, log, meta, onMessage, onProtocolError, onPeerEnd, onFailure, onClosed, holding = () => false, trace = null, profile,
   }) {
     this.socket = socket;
     this.limits = limits;
@@ -65,6 +68,7 @@ class RouterLink {
     this.meta = meta;
     this.onMessageCallback = onMessage;
     this.onPeerEndCallback = onPeerEnd;
+    this.onFailure = onFailure;
     this.onClosedCallback = onClosed;
     this.holding = holding; // the session holds requests it has read and not answered yet
 
@@ -72,14 +76,8 @@ class RouterLink {
     this.sliceFrames = 0; // frames handled since the event loop last turned
     this.corked = NOT_CORKED;
     this.reading = false; // inside onData: replies made now share the tick's burst
-    // Closing: `inputStopped` once the session decided to close (input is read and discarded from
-    // then on), `finishing` once our FIN is queued, `peerEnded` once the router's FIN arrived,
-    // `closed` once the socket is gone.
-    this.inputStopped = false;
-    this.finishing = false;
-    this.peerEnded = false;
-    this.closed = false;
-    this.closeReason = null;
+    this.peerEndHeld = false; // the router's FIN came while input was paused: told once the held bytes are read
+    this.pumping = true; // bytes go to the reader; false once the session discards input
 
     this.lastRx = performance.now();
     this.partialSince = -1; // when the frame now buffered began to arrive; -1 = none
@@ -121,7 +119,6 @@ class RouterLink {
   // ---- input -------------------------------------------------------------------------------
 
   onData(chunk) {
-    if (this.inputStopped) return; // closing: read and discard, so the close is not a reset
     this.lastRx = performance.now();
     this.sliceFrames = 0;
     const framesBefore = this.reader.frames;
@@ -144,7 +141,7 @@ class RouterLink {
     } catch (err) {
       // A bug in a handler must cost one connection, never the process.
       this.log.error('internal error while handling router data; closing the connection', { ...this.meta, error: err.message });
-      this.destroy('internal error');
+      this.fail('internal error');
       return false;
     } finally {
       this.reading = false;
@@ -159,7 +156,7 @@ class RouterLink {
 
   /** One more frame handled: at the end of a slice, let the event loop turn. */
   counted() {
-    if (++this.sliceFrames < SLICE_FRAMES || (this.pauses & PAUSE_SLICE) !== 0) return;
+    if (++this.sliceFrames < SLICE_FRAMES || (this.pauses & PAUSE_SLICE) !== 0 || !this.pumping) return;
     this.pause(PAUSE_SLICE);
     setImmediate(endOfSlice, this);
   }
@@ -171,9 +168,10 @@ class RouterLink {
 
   /** Stop after the current message: the frames behind it wait in the reader, then in TCP. */
   pause(why) {
+    if (!this.pumping) return; // input is discarded: nothing to hold back
     const was = this.pauses;
     this.pauses |= why;
-    if (was !== 0 || this.inputStopped) return;
+    if (was !== 0) return;
     this.reader.pause();
     this.socket.pause();
   }
@@ -181,16 +179,19 @@ class RouterLink {
   resume(why) {
     if ((this.pauses & why) === 0) return;
     this.pauses &= ~why;
-    if (this.pauses !== 0 || this.closed || this.inputStopped) return;
+    if (this.pauses !== 0 || this.socket.destroyed) return;
     this.sliceFrames = 0;
     if (!this.feed()) return; // frames held since the pause are handled now, and may pause again
-    if (this.pauses !== 0 || this.closed || this.inputStopped) return;
+    if (this.pauses !== 0 || this.socket.destroyed) return;
     this.socket.resume();
     if (this.reader.bufferedBytes > 0 && this.partialSince < 0) {
       this.partialSince = performance.now();
       this.armPartial();
     }
-    if (this.peerEnded && !this.finishing) this.onPeerEndCallback(); // the FIN came while bytes were held
+    if (this.peerEndHeld) { // the FIN came while bytes were held
+      this.peerEndHeld = false;
+      this.onPeerEndCallback();
+    }
   }
 
   /** The session holds as many requests as it may: stop reading until it says otherwise. */
@@ -220,7 +221,7 @@ class RouterLink {
    */
   send(buf, more = false, soon = false) {
     const socket = this.socket;
-    if (this.closed || this.finishing || socket.destroyed) return;
+    if (socket.writableEnded || socket.destroyed) return; // after our FIN, or gone
     if (this.corked === NOT_CORKED) {
       // Otherwise nothing to batch with: written now, not after the rest of the tick's work.
       if (soon || this.reading) this.cork(false);
@@ -235,7 +236,7 @@ class RouterLink {
       this.log.warn('router is not reading its replies; closing the connection', {
         ...this.meta, bufferedBytes: socket.writableLength, limit: this.limits.maxOutboundBytes,
       });
-      this.destroy('outbound buffer limit');
+      this.fail('outbound buffer limit');
     }
   }
 
@@ -266,32 +267,32 @@ class RouterLink {
 
   checkIdle() {
     this.idleTimer = null;
-    if (this.closed || this.inputStopped) return;
+    if (this.socket.destroyed) return;
     // While we hold requests unanswered or do not read, the quiet is ours, not the router's.
     if (this.pauses !== 0 || this.holding()) this.lastRx = performance.now();
     const quiet = performance.now() - this.lastRx;
     if (quiet >= this.idleTimeoutMs) {
       this.log.warn(`nothing received for ${this.idleTimeoutMs} ms (IdleTimeout); closing the connection`, this.meta);
-      this.destroy('idle timeout');
+      this.fail('idle timeout');
     } else {
       this.armIdle(this.idleTimeoutMs - quiet + 1);
     }
   }
 
   armPartial() {
-    if (this.partialTimer === null && !this.closed && !this.inputStopped) {
+    if (this.partialTimer === null && this.pumping && !this.socket.destroyed) {
       this.partialTimer = setTimeout(onPartialTimeout, this.limits.partialFrameTimeoutMs, this);
     }
   }
 
   checkPartial() {
     this.partialTimer = null;
-    if (this.closed || this.inputStopped || this.reader.bufferedBytes === 0) return;
+    if (this.socket.destroyed || this.reader.bufferedBytes === 0) return;
     const waited = performance.now() - this.partialSince;
     const limit = this.limits.partialFrameTimeoutMs;
     if (waited >= limit) {
       this.log.warn(`a frame stayed incomplete for ${limit} ms; closing the connection`, { ...this.meta, bufferedBytes: this.reader.bufferedBytes });
-      this.destroy('partial frame timeout');
+      this.fail('partial frame timeout');
     } else {
       this.partialTimer = setTimeout(onPartialTimeout, limit - waited + 1, this);
     }
@@ -306,63 +307,77 @@ class RouterLink {
 
   // ---- closing -----------------------------------------------------------------------------
 
-  /** The session decided to close: act on no more input, but keep reading (to discard). */
-  stopInput(reason) {
-    if (this.closeReason === null) this.closeReason = reason;
-    this.inputStopped = true;
+  /**
+   * The session decided to close: no more input is acted on, but it is still read (and dropped),
+   * so that the close is not a reset.
+   */
+  discardInput() {
+    this.pumping = false;
     this.clearTimers();
     this.pauses = 0;
+    this.socket.removeListener('data', socketOnData);
+    this.socket.on('data', discard);
     this.socket.resume();
+    if (this.peerEndHeld) { // its FIN came while input was paused: the session learns of it now
+      this.peerEndHeld = false;
+      this.onPeerEndCallback();
+    }
   }
 
   /**
    * Our FIN goes out after every reply (and `last`); we keep reading and discarding until the
-   * router closes too or limits.closeLingerMs passes. Closing with unread bytes would make the
-   * kernel send RST, and the router would throw away replies it had not read yet.
+   * router closes too (peerEnded: it already has) or limits.closeLingerMs passes. Closing with
+   * unread bytes would make the kernel send RST, and the router would throw away replies it had
+   * not read yet.
    */
-  finish(last) {
-    if (this.finishing || this.closed) return;
-    this.finishing = true;
+  finish(last, peerEnded) {
     const socket = this.socket;
+    if (socket.writableEnded || socket.destroyed) return;
     uncork(this);
     socket.end(last);
-    if (this.peerEnded) this.closeWhenFlushed();
+    if (peerEnded) this.closeWhenFlushed();
     this.lingerTimer = setTimeout(onLingerTimeout, this.limits.closeLingerMs, this);
   }
 
+  /** The router has sent its FIN too: the socket goes once our replies and FIN are written. */
   closeWhenFlushed() {
     const socket = this.socket;
     if (socket.writableFinished) socket.destroy();
     else socket.once('finish', () => socket.destroy());
   }
 
-  /** The router sent FIN: either the answer to our FIN, or a half-close after its last request. */
+  /** The router sent FIN: told to the session once every byte before it is handed on. */
   onEnd() {
-    this.peerEnded = true;
-    if (this.finishing) this.closeWhenFlushed();
-    else if (!this.closed && this.pauses === 0) this.onPeerEndCallback(); // else once the held bytes are read (resume)
+    if (this.socket.destroyed) return;
+    if (this.pauses === 0 || !this.pumping) this.onPeerEndCallback();
+    else this.peerEndHeld = true; // told in resume(), once the held bytes are read
   }
 
-  destroy(reason) {
-    if (this.closed) return;
-    if (this.closeReason === null) this.closeReason = reason;
+  /** The connection goes now, for a reason of the link's own (a limit, an internal error). */
+  fail(reason) {
+    if (this.socket.destroyed) return;
+    this.onFailure(reason);
+    this.socket.destroy();
+  }
+
+  destroy() {
     this.socket.destroy();
   }
 
   onSocketError(err) {
     // ECONNRESET and friends: the router went away. 'close' follows and does the cleanup.
-    if (this.closeReason === null) this.closeReason = err.code || err.message;
+    this.onFailure(err.code || err.message);
   }
 
   onClose() {
-    if (this.closed) return;
-    this.closed = true;
     this.clearTimers();
     if (this.lingerTimer !== null) clearTimeout(this.lingerTimer);
     this.lingerTimer = null;
     this.onClosedCallback();
   }
 }
+
+function discard() {}
 
 function endOfSlice(link) {
   link.resume(PAUSE_SLICE);
@@ -375,7 +390,7 @@ function onPartialTimeout(link) {
 }
 function onLingerTimeout(link) {
   link.lingerTimer = null;
-  link.destroy('linger timeout');
+  link.fail('linger timeout');
 }
 
 module.exports = { RouterLink, SLICE_FRAMES };

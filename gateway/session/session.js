@@ -2,6 +2,12 @@
 
 // One router connection (side A, side B, or any other): the GED-145 session state machine.
 // States: connected -> open (after OPEN_REQ) -> closing (after CLOSE_REQ) -> closed.
+// The close is one state machine, here (`phase`); the link only carries it out (router-link.js):
+//   live       reading and answering
+//   draining   the host is stopping: still reading and answering; ends once nothing is in flight
+//   ending     we decided to close: input is read and dropped, what was read is still answered
+//   finishing  every request read is answered: `last` and our FIN are written, the link lingers
+//   closed     the socket is gone
 // Invariant: every request read from the router gets exactly one reply, unless the socket itself
 // is gone (then its backend calls are aborted and nothing is written). The socket side (reading,
 // writing, timers, the lingering close) is in router-link.js, the bookkeeping of queries in
@@ -25,6 +31,11 @@ const { describeQuery } = require('./redact');
 const { LogThrottle } = require('../../lib/log-throttle');
 
 let nextSessionId = 1;
+const LIVE = 'live';
+const DRAINING = 'draining';
+const ENDING = 'ending';
+const FINISHING = 'finishing';
+const CLOSED = 'closed';
 /** Answers at their deadline are written in groups of this many when hundreds are due at once. */
 const EXPIRED_WRITE = 64;
 /** A session that stopped reading (held requests past limits.maxQueuedBytes) reads again at this fraction of it. */
@@ -73,11 +84,12 @@ class Session {
       id: this.id, log: this.log, throttle: this.throttle, debug: this.debug, serialize: this.serialize, maxBody: this.limits.maxMessageLength,
     });
     this.closeWaiters = [];
-    this.ending = null; // {reason, last} once we decided to close: what is in flight is answered first
-    this.draining = null; // {reason, last}: the host is stopping; end at the first moment nothing is in flight (drain)
+    this.phase = LIVE; // the close's state machine (see the top of this file)
+    this.closeReason = null; // why the connection closes: the first reason given (ours, the link's, the socket's)
+    this.drainReason = null; // draining: the reason the session ends with once nothing is in flight
+    this.last = undefined; // draining, ending: what is written before our FIN (a FAILURE_EVENT, say)
     this.inDrainLoop = false; // drainBacklog is running: a settle inside it does not start it again
-    this.peerEnded = false; // the router half-closed: end once every request it sent is answered
-    this.closed = false;
+    this.peerEnded = false; // the router sent FIN (a half-close): end once every request it sent is answered
     // Requests read while limits.maxInFlight queries are in flight, answered in order as slots
     // free: {msg, size, receivedAt}, from backlogHead on. Heartbeats never wait here.
     this.backlog = [];
@@ -98,6 +110,7 @@ class Session {
       onMessage: (msg, size) => this.onMessage(msg, size),
       onProtocolError: (err) => this.onProtocolError(err),
       onPeerEnd: () => this.onPeerEnd(), // half-close: what was sent is answered first
+      onFailure: (reason) => this.noteCloseReason(reason),
       onClosed: () => this.onClose(),
       holding: () => this.waiting > 0,
       trace: { limit: config.log.traceFrames, redact: () => this.redact },
@@ -116,8 +129,13 @@ class Session {
     return this.gateway.config.log.redact;
   }
 
-  get closeReason() {
-    return this.link.closeReason;
+  /** Still reading and acting on requests (live or draining). */
+  get reading() {
+    return this.phase === LIVE || this.phase === DRAINING;
+  }
+
+  noteCloseReason(reason) {
+    if (this.closeReason === null) this.closeReason = reason;
   }
 
   get paused() {
@@ -131,7 +149,7 @@ class Session {
    * limits.maxInFlight, and anything behind a waiting request, joins the backlog (in order).
    */
   onMessage(msg, size) {
-    if (this.closed || this.ending !== null) return;
+    if (!this.reading) return;
     const receivedAt = this.link.lastRx;
     if (msg.typeId === T.HEARTBEAT_REQ) {
       this.onHeartbeat(msg);
@@ -167,7 +185,7 @@ class Session {
     const { backlog } = this;
     const now = performance.now(); // for each query taken: has it waited past its deadline?
     let n = 0;
-    while (this.waiting > 0 && !this.closed) {
+    while (this.waiting > 0 && this.phase !== CLOSED) {
       const item = backlog[this.backlogHead];
       if (item.msg.typeId === T.QUERY_REQ && this.inflight.size >= this.limits.maxInFlight) break;
       if (++n > SLICE_FRAMES) { // a slice per turn of the event loop, as the link reads
@@ -184,7 +202,7 @@ class Session {
       backlog.length = 0;
       this.backlogHead = 0;
     }
-    if (this.closed) return;
+    if (this.phase === CLOSED) return;
     if (!this.barrierHeld && this.backlogBytes <= this.limits.maxQueuedBytes * RESUME_FRACTION) this.link.resumeInput();
     if (this.waiting === 0) this.inputDone();
   }
@@ -192,12 +210,14 @@ class Session {
   /** Every request read has been dispatched: a half-closed router's session can end now. */
   inputDone() {
     if (this.peerEnded && this.link.unreadBytes === 0) this.end('closed by router');
-    else if (this.ending !== null && this.inflight.size === 0) this.link.finish(this.ending.last);
+    else if (this.phase === ENDING && this.inflight.size === 0) this.finish();
   }
 
+  /** The router sent FIN: the answer to ours, or a half-close after its last request. */
   onPeerEnd() {
     this.peerEnded = true;
-    if (this.waiting === 0) this.end('closed by router');
+    if (this.phase === FINISHING) this.link.closeWhenFlushed();
+    else if (this.waiting === 0) this.end('closed by router');
   }
 
   /** now: the time, for a request taken from the backlog (it may have waited past its deadline). */
@@ -359,12 +379,12 @@ class Session {
   }
 
   afterSettle() {
-    if (this.closed) return;
+    if (this.phase === CLOSED) return;
     if (this.waiting > 0 && !this.drainScheduled) this.drainBacklog();
     if (this.closeWaiters.length > 0) this.settleClose();
     if (this.inflight.size === 0 && this.waiting === 0) {
-      if (this.ending !== null) this.link.finish(this.ending.last);
-      else if (this.draining !== null) this.end(this.draining.reason, this.draining.last);
+      if (this.phase === ENDING) this.finish();
+      else if (this.phase === DRAINING) this.end(this.drainReason, this.last);
       this.gateway.onSessionIdle(this);
     }
   }
@@ -407,32 +427,45 @@ class Session {
   }
 
   /**
-   * Graceful close: act on no more input, answer the queries in flight (each is bounded by its
-   * deadline), write `last` (a FAILURE_EVENT, say), then the link's lingering close.
-   */
-  /**
    * The host is stopping (a shutdown, a rolling restart): go on reading and answering, and end the
    * session at the first moment nothing is in flight. Stopping input at once would drop the
    * queries the router sends before it sees our FIN; this leaves only those sent in the last
    * round trip. The gateway ends every session anyway when shutdownTimeoutMs runs out.
    */
   drain(reason, last) {
-    if (this.closed || this.ending !== null || this.draining !== null) return;
-    this.draining = { reason, last };
+    if (this.phase !== LIVE) return;
+    this.phase = DRAINING;
+    this.drainReason = reason;
+    this.last = last;
     if (this.inflight.size === 0 && this.waiting === 0) this.end(reason, last);
   }
 
+  /**
+   * Graceful close: act on no more input, answer the queries in flight (each is bounded by its
+   * deadline), write `last` (a FAILURE_EVENT, say), then the link's lingering close.
+   */
   end(reason, last) {
-    if (this.closed || this.ending !== null) return;
-    this.ending = { reason, last };
+    if (!this.reading) return;
+    this.phase = ENDING;
+    this.last = last;
+    this.noteCloseReason(reason);
     this.clearOpenTimer();
-    this.link.stopInput(reason);
+    this.link.discardInput();
     // Requests read before this are still answered: those in flight, and those in the backlog.
-    if (this.inflight.size === 0 && this.waiting === 0) this.link.finish(last);
+    if (this.inflight.size === 0 && this.waiting === 0) this.finish();
+  }
+
+  /** Every request read is answered: `last`, our FIN, and the link lingers for the router's. */
+  finish() {
+    if (this.phase !== ENDING) return;
+    this.phase = FINISHING;
+    this.link.finish(this.last, this.peerEnded);
   }
 
   destroy(reason) {
-    this.link.destroy(reason);
+    if (this.phase === CLOSED) return;
+    this.noteCloseReason(reason);
+    this.link.destroy();
   }
 
   clearOpenTimer() {
@@ -441,9 +474,9 @@ class Session {
   }
 
   onClose() {
-    if (this.closed) return;
+    if (this.phase === CLOSED) return;
     const wasOpen = this.state === 'open';
-    this.closed = true;
+    this.phase = CLOSED;
     this.state = 'closed';
     this.clearOpenTimer();
     // Queries the router will get no answer to, because it went away: in flight, or waiting.
@@ -522,7 +555,7 @@ function drainLater(session) {
 
 function onOpenTimeout(session) {
   session.openTimer = null;
-  if (session.closed || session.state !== 'connected' || session.ending !== null) return;
+  if (!session.reading || session.state !== 'connected') return;
   session.log.warn(`no OPEN_REQ within ${session.limits.openTimeoutMs} ms; closing the connection`, { session: session.id, peer: session.peer });
   session.destroy('open timeout');
 }
