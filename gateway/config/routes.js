@@ -6,24 +6,14 @@
 // user names. A URL template is parsed here, once; backend/request.js fills it in for each query.
 
 const path = require('node:path');
-const { closest } = require('../../lib/closest');
 const { ConfigError } = require('../../lib/errors');
-const { isTarget, isPlaceholder, TARGET_FIELDS } = require('../../lib/query-fields');
+const { isPlaceholder } = require('../../lib/query-fields');
 const { resolveHeaders, compileAuth } = require('./backend');
 const {
   CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker,
 } = require('./availability');
 
 const DEFAULT_AVAILABILITY = Object.freeze({ fallback: null, cache: null, breaker: BREAKER_DEFAULTS });
-
-// Every route may set its own fallback, cache and breaker (the route's value wins over the top level's).
-const AVAILABILITY_KEYS = ['fallback', 'cache', 'breaker'];
-const HTTP_ROUTE_KEYS = new Set([
-  'method', 'url', 'headers', 'headerFiles', 'timeoutMs', 'response', 'errorPath', 'body', 'auth', 'statuses', 'idempotent', ...AVAILABILITY_KEYS,
-]);
-// A module gets the query's deadline (or its timeoutMs) as an AbortSignal, and ctx.request with the route's auth.
-const MODULE_ROUTE_KEYS = new Set(['module', 'timeoutMs', 'auth', 'idempotent', ...AVAILABILITY_KEYS]);
-const CONTRACT_ROUTE_KEYS = new Set(AVAILABILITY_KEYS); // no url or module: the default contract, with its own settings
 
 /** The route's fallback, cache and breaker: its own where it sets them, else the top level's. */
 function routeAvailability(route, top) {
@@ -36,33 +26,23 @@ function routeAvailability(route, top) {
 }
 
 /**
- * One route, compiled. auth: the top level's compiled backend.auth (a route without its own uses
- * it); env: for ${NAME} in headers and secrets; fresh: load a handler module anew (a reload).
+ * One route, as the schema accepted it (schema.js, ROUTE: its kind, its keys, their types), compiled.
+ * auth: the top level's compiled backend.auth (a route without its own uses it); env: for ${NAME}
+ * in headers and secrets; fresh: load a handler module anew (a reload).
  */
 function compileRoute(route, {
   baseDir, deadlineMs, availability = DEFAULT_AVAILABILITY, auth = null, env = process.env, fresh = false,
 }) {
-  if (route === null || typeof route !== 'object' || Array.isArray(route)) throw new ConfigError('must be an object');
-  let allowed = HTTP_ROUTE_KEYS;
-  if (route.module !== undefined) allowed = MODULE_ROUTE_KEYS;
-  else if (route.url === undefined && Object.keys(route).every((k) => CONTRACT_ROUTE_KEYS.has(k))) allowed = CONTRACT_ROUTE_KEYS;
-  for (const key of Object.keys(route)) {
-    if (allowed.has(key)) continue;
-    const guess = closest(key, allowed);
-    throw new ConfigError(`unknown key '${key}'${guess ? ` (did you mean '${guess}'?)` : ''}`);
-  }
   // A route may answer sooner than the query deadline, never later.
   const timeoutMs = route.timeoutMs === undefined ? deadlineMs : route.timeoutMs;
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError('timeoutMs must be a positive integer');
   const settings = routeAvailability(route, availability);
-  if (allowed === CONTRACT_ROUTE_KEYS) return { kind: 'contract', ...settings };
+  if (route.module === undefined && route.url === undefined) return { kind: 'contract', ...settings }; // its own fallback, cache or breaker
   const common = {
     timeoutMs: Math.min(timeoutMs, deadlineMs),
     auth: Object.hasOwn(route, 'auth') ? compileAuth(route.auth, 'auth', { baseDir, env }) : auth,
     idempotent: route.idempotent !== false,
   };
   if (route.module !== undefined) {
-    if (typeof route.module !== 'string') throw new ConfigError('module must be a path');
     const file = path.resolve(baseDir, route.module);
     let handler;
     try {
@@ -80,14 +60,8 @@ function compileRoute(route, {
     };
   }
   const method = (route.method || 'GET').toUpperCase();
-  if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) throw new ConfigError(`method ${route.method} is not supported`);
-  if (typeof route.url !== 'string') throw new ConfigError('url is required');
   const template = parseTemplate(route.url);
   const mapping = Object.entries(route.response || {});
-  for (const [target, source] of mapping) {
-    if (!isTarget(target)) throw new ConfigError(`response target '${target}' must be vars.1..vars.10, ecc.NAME, ${TARGET_FIELDS.join(' or ')}`);
-    if (typeof source !== 'string') throw new ConfigError(`response.${target} must be a JSON path string`);
-  }
   const headers = resolveHeaders(route.headers, 'headers', env, { files: route.headerFiles, baseDir });
   return {
     kind: 'http',

@@ -13,7 +13,9 @@ const {
 } = require('../../lib/protocol');
 const { ENGINE_NAMES } = require('../backend/engines');
 const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
-const { KEY_FIELDS, listed } = require('../../lib/query-fields');
+const {
+  KEY_FIELDS, TARGET_FIELDS, TARGET_PATTERN, listed,
+} = require('../../lib/query-fields');
 
 const SCHEMA_URI = 'http://json-schema.org/draft-07/schema#';
 const SCHEMA_ID = 'https://ged145.invalid/schemas/gateway.json';
@@ -141,10 +143,23 @@ const DEFINITIONS = {
   },
 };
 
+// A route is one of three kinds, each a branch of its schema: a module route ({module, ...}), the
+// default contract with settings of its own (only fallback, cache, breaker), or a REST call
+// ({url, ...}). config/routes.js compiles a route by its kind and checks nothing the schema says.
+const AVAILABILITY_KEYS = ['fallback', 'cache', 'breaker'];
+const MODULE_ROUTE_KEYS = ['module', 'timeoutMs', 'auth', 'idempotent', ...AVAILABILITY_KEYS];
+/** A key a route of this kind does not take: "routes.x: unknown key 'url'" (validate.js), with a guess among the kind's keys. */
+const onlyKeys = (keys, kind) => ({ propertyNames: { enum: keys }, 'x-kind': kind });
 const ROUTE = {
   type: 'object',
   description: 'a REST call ({method, url, ...}), a module ({module}), or only its own fallback, cache or breaker',
   additionalProperties: false,
+  if: { properties: { module: true }, required: ['module'] },
+  then: onlyKeys(MODULE_ROUTE_KEYS, 'a module route'),
+  else: {
+    if: { propertyNames: { enum: AVAILABILITY_KEYS } },
+    else: { properties: { url: true }, required: ['url'], 'x-must': 'needs a url (a REST call) or a module' },
+  },
   properties: {
     method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'get', 'post', 'put', 'patch', 'delete'] },
     url: { type: 'string', description: 'URL template: {clid}, {vars.1}, {ecc.NAME}... in the path and query' },
@@ -160,7 +175,13 @@ const ROUTE = {
       'x-must': 'must map HTTP statuses ("404") to ok, app_error or host_error',
     },
     idempotent: { type: 'boolean', description: 'false: never send again after a connection broke (a route that changes state)' },
-    response: { type: 'object', additionalProperties: { type: 'string' }, description: '{"vars.1": "json.path", "ecc.NAME": "..."}' },
+    response: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      propertyNames: { pattern: TARGET_PATTERN },
+      description: '{"vars.1": "json.path", "ecc.NAME": "..."}',
+      'x-must': `must map targets (vars.1..vars.${VAR_COUNT}, ecc.NAME, ${TARGET_FIELDS.join(', ')}) to JSON path strings`,
+    },
     errorPath: { type: 'string' },
     body: { enum: ['query', 'none'] },
     module: { type: 'string', description: 'a JS module exporting (query, {signal}) => answer' },

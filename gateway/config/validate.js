@@ -18,7 +18,7 @@ let compiled = null;
 function validator() {
   if (compiled === null) {
     const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true });
-    ajv.addVocabulary(['x-env', 'x-flag', 'x-must']);
+    ajv.addVocabulary(['x-env', 'x-flag', 'x-must', 'x-kind']);
     compiled = ajv.compile(SCHEMA);
   }
   return compiled;
@@ -53,6 +53,16 @@ function schemaProblems(c, sources = {}) {
   const lines = [];
   const seen = new Set();
   for (const e of validate.errors) {
+    // A branch's verdict (if/then/else) is said by the error inside it; a property name's, by propertyNames.
+    if (e.keyword === 'if' || e.propertyName !== undefined) continue;
+    if (e.keyword === 'propertyNames' && e.parentSchema['x-kind']) {
+      // A key the route's kind does not take (schema.js, ROUTE): "routes.x: unknown key 'url'".
+      const key = keyOf(e.instancePath);
+      const name = e.params.propertyName;
+      const guess = closest(name, e.parentSchema.propertyNames.enum);
+      lines.push(`${key}: unknown key '${name}' in ${e.parentSchema['x-kind']}${guess ? ` (did you mean '${guess}'?)` : ''}`);
+      continue;
+    }
     if (e.keyword === 'additionalProperties') {
       const parent = keyOf(e.instancePath);
       const key = parent === '' ? e.params.additionalProperty : `${parent}.${e.params.additionalProperty}`;
