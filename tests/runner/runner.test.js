@@ -139,8 +139,8 @@ describe('test runner', function () {
               const ctx = c.getContext('2d');
               ctx.font = sc._resolveTickFontOptions(0).string;
               const lines = sc.ticks.flatMap((t) => [].concat(t.label));
-              const skipped = sc.ticks.length < sc.getLabels().length ? [`${c.dataset.chart}: ${sc.getLabels().length - sc.ticks.length} labels skipped`] : [];
-              return [...skipped, ...lines.filter((l) => ctx.measureText(l).width > sc.width).map((l) => `${c.dataset.chart}: ${l}`)];
+              const dropped = sc.ticks.length < sc.getLabels().length ? [`${c.dataset.chart}: ${sc.getLabels().length - sc.ticks.length} labels skipped`] : [];
+              return [...dropped, ...lines.filter((l) => ctx.measureText(l).width > sc.width).map((l) => `${c.dataset.chart}: ${l}`)];
             });
           }),
           // One number format: no figure of four digits or more without grouping.
