@@ -56,13 +56,13 @@ class QueryResolver extends Dispatcher {
     return this.resolveCached(h);
   }
 
+  /** resolve() for a query whose route caches answers. */
   async resolveCached(h) {
     const q = h.query;
     const s = h.settings;
-    let key = null;
-    if (s.cache && this.cache !== null) key = cacheKey(q, s.cache.key);
+    const key = cacheKey(q, s.cache.key);
     if (key === null) {
-      if (s.cache && this.cache !== null) this.count('bypass'); // a key field missing or empty
+      this.count('bypass'); // a key field missing or empty
     } else {
       const entry = await this.cache.get(key, s.cache.ttlMs + s.cache.staleIfErrorMs);
       if (entry !== undefined) {

@@ -151,14 +151,16 @@ class Backend {
     const body = JSON.stringify(queryJson(q));
     const suffix = q.subtype === undefined ? '/query' : `/query/${encodeSegment('subtype', q.subtype)}`;
     const order = this.candidates();
-    if (order.length === 1) {
-      const { origin, basePath } = order[0];
-      const request = {
-        origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal, group: signal.group,
-      };
-      return this.breakers.run(origin, q.subtype, () => this.send(request, null, this.auth, deadlineAt));
-    }
+    if (order.length === 1) return this.sendContract(order[0], q, body, suffix, signal, deadlineAt, false);
     return this.callOrigins(q, order, body, suffix, signal, deadlineAt);
+  }
+
+  /** The default contract's POST to one base URL, through its circuit for q's subtype (elsewhere: another origin may take it). */
+  sendContract({ origin, basePath }, q, body, suffix, signal, deadlineAt, elsewhere) {
+    const request = {
+      origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal, group: signal.group,
+    };
+    return this.breakers.run(origin, q.subtype, () => this.send(request, null, this.auth, deadlineAt), elsewhere);
   }
 
   /** callContract over two origins or more, in order. */
@@ -168,12 +170,9 @@ class Backend {
     if (tries.length === 0) tries.push(order[0]);
     let outcome;
     for (let i = 0; i < tries.length; i++) {
-      const { origin, basePath } = tries[i];
-      const request = {
-        origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal, group: signal.group,
-      };
+      const { origin } = tries[i];
       const last = i === tries.length - 1 || !this.retry.enabled;
-      outcome = await this.breakers.run(origin, q.subtype, () => this.send(request, null, this.auth, deadlineAt), !last);
+      outcome = await this.sendContract(tries[i], q, body, suffix, signal, deadlineAt, !last);
       if (last || !NOT_SENT.has(outcome.reason) || deadlineAt - performance.now() < this.retry.minRemainingMs) return outcome;
       if (this.metrics) this.metrics.backendRetries.inc();
       if (this.debugEnabled()) {
