@@ -49,6 +49,7 @@ async function main() {
   const proxy = await startBareProxy(backend.url);
   const proxyRatios = [];
   const proxyRates = [];
+  const proxy32 = []; // {rate, us}: the bare proxy at concurrency 32, the floor under the gateway's CPU per query
   const rows = [];
   for (const engine of engines) {
     const own = (process.env.BENCH_GATEWAY_ARGS || '').split(' ').filter(Boolean);
@@ -84,6 +85,11 @@ async function main() {
         const g32 = await query(g.gw.port, 32);
         Object.assign(g32, { gatewayUs: usPerQuery(gwMeter(), g32.rate), backendUs: await beMeter() });
         g.repeats[i].g32 = g32;
+      }
+      if (engine === 'undici') {
+        const meter = cpuMeter(proxy.pid);
+        const p32 = await query(proxy.port, 32);
+        proxy32.push({ rate: p32.rate, us: usPerQuery(meter(), p32.rate) });
       }
     }
     for (const { name, gw, repeats } of gateways) {
@@ -125,10 +131,21 @@ async function main() {
   // ceiling = the c32 ratio those costs allow, whatever the gateway does with its time.
   process.stdout.write(table(['engine', 'gateway', 'direct: client', 'backend', 'via gateway: router', 'gateway', 'backend', 'ceiling'],
     rows.map(({ engine, build, cpu32: c }) => [engine, build, ...[c.client, c.directBackend, c.router, c.gateway, c.backend].map(Math.round), c.ceiling])));
+  if (proxy32.length > 0) {
+    process.stdout.write(`bare proxy (undici) at concurrency 32: ${Math.round(median(proxy32.map((p) => p.rate)))}/s, `
+      + `${Math.round(median(proxy32.map((p) => p.us)))} us of CPU per query (runs ${proxy32.map((p) => Math.round(p.us)).join(' ')}): `
+      + 'the least a gateway can spend on this path\n');
+  }
   process.stdout.write('CPU us per query at concurrency 32 (medians); ceiling = (client + backend) / (router + gateway + backend)\n');
   process.stdout.write('targets: seq ratio >= 0.85, c32 ratio >= 0.85. direct = a bare POST with the same engine; direct+deadline = each POST with\n'
     + 'AbortSignal.timeout(250), as a client that honours a deadline writes it (and as this ratio was measured before issue 18)\n');
-  const bareProxy = proxyRatios.length > 0 ? { rate: median(proxyRates), seqRatio: median(proxyRatios), seqRatios: proxyRatios } : null;
+  const bareProxy = proxyRatios.length > 0 ? {
+    rate: median(proxyRates),
+    seqRatio: median(proxyRatios),
+    seqRatios: proxyRatios,
+    c32Rate: median(proxy32.map((p) => p.rate)),
+    c32CpuUs: median(proxy32.map((p) => p.us)),
+  } : null;
   writeResult('limit', { repeats: REPEATS, seconds: SECONDS, rows, bareProxy });
   await Promise.all([bare.stop(), backend.stop(), proxy.stop()]);
 }
