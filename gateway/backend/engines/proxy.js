@@ -7,7 +7,7 @@
 // than 443. The settings come compiled from config/backend.js (compileProxy).
 
 const http = require('node:http');
-const { buildConnector } = require('undici');
+const buildConnector = require('./undici-parts').load('buildConnector'); // without undici's index (undici-parts.js)
 const { ProxyError } = require('../../../lib/errors');
 
 /** The proxy URL for an origin ("https://crm.example:8443"), or null: NO_PROXY, or none configured. */

@@ -1,10 +1,7 @@
 'use strict';
 
-// undici's public entry, not lib/dispatcher/pool: an internal path under a caret range may move in
-// any minor release. The index also loads fetch, WebSocket and the mock agents we never use; that
-// costs about 4 MB of RSS and 90 ms of start (docs/performance.md), once, for a path that cannot break.
 const { performance } = require('node:perf_hooks');
-const { Pool } = require('undici');
+const Pool = require('./undici-parts').load('Pool'); // without undici's index (undici-parts.js)
 const { proxyFor, tunnelConnector, proxyAuthorization } = require('./proxy');
 const { HostNames } = require('./dns');
 const { reasonOf, EngineError } = require('./errors');
