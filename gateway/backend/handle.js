@@ -13,12 +13,13 @@
 // (DEADLINE_LATE, breakers.js), and the request is aborted once the replies due now are written.
 
 const { QuerySignal, DEADLINE, DEADLINE_LATE } = require('./abort');
-const { hostError, REASON } = require('./outcome');
+const { hostError, REASON, KIND } = require('./outcome');
 
 /** A deadline timer firing later than this means the event loop was busy: no evidence against the origin. */
 const TIMER_LAG_MS = 25;
 
 const AT_DEADLINE = Object.freeze(hostError(REASON.DEADLINE, 'deadline'));
+const internalError = (err) => ({ ...hostError(REASON.INTERNAL, 'internal error'), err });
 
 class QueryHandle {
   /**
@@ -47,10 +48,22 @@ class QueryHandle {
     } catch (err) {
       answer = Promise.reject(err); // never an outcome inside dispatch(): the session has not its handle yet
     }
-    answer.then(
-      (outcome) => this.finish(outcome),
-      (err) => this.finish({ ...hostError(REASON.INTERNAL, 'internal error'), err }),
-    );
+    answer.then((outcome) => this.answered(outcome), (err) => this.finish(internalError(err)));
+  }
+
+  /** The backend's outcome, or for a failed one its substitute (stale, fallback) where there is one. */
+  answered(outcome) {
+    if (outcome.kind === KIND.OK || this.settled) {
+      this.finish(outcome);
+      return;
+    }
+    let final;
+    try {
+      final = this.resolver.instead(outcome, this) || outcome;
+    } catch (err) {
+      final = internalError(err);
+    }
+    this.finish(final);
   }
 
   finish(outcome) {
