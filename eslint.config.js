@@ -55,7 +55,12 @@ module.exports = [
       message: 'session/ reaches backend/ only through backend/index.js and backend/outcome.js.',
     }),
   },
-  { files: ['gateway/backend/**/*.js'], rules: boundaries(QUERY_PATH_NO_CONFIG, NO_OPS, NO_SESSION) },
+  {
+    files: ['gateway/backend/**/*.js'],
+    rules: boundaries(QUERY_PATH_NO_CONFIG, NO_OPS, NO_SESSION, {
+      name: [at('gateway/answer/**')], message: 'backend/ hands answers on as the backend gave them; only answer/ knows what GED-145 can carry.',
+    }),
+  },
   {
     files: ['gateway/answer/**/*.js'],
     rules: boundaries(QUERY_PATH_NO_CONFIG, NO_OPS, NO_SESSION, {

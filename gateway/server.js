@@ -10,6 +10,7 @@ const { STATUS, createProfile, serializerFor } = require('../lib/protocol');
 const { Session } = require('./session/session');
 const { SessionHost } = require('./session/host');
 const { QueryResolver } = require('./backend');
+const { keptAnswer } = require('./answer/writer');
 const { Metrics } = require('./ops/metrics');
 const { RecentLines, ProcessStatus } = require('./ops/status');
 
@@ -33,7 +34,7 @@ class Gateway extends SessionHost {
       return counts;
     };
     this.metrics.queriesInFlight = () => this.inFlight();
-    this.resolver = new QueryResolver(config, { log: this.log, metrics: this.metrics });
+    this.resolver = new QueryResolver(config, { log: this.log, metrics: this.metrics, keepAnswer: keptAnswer(config.limits.maxMessageLength) });
     this.sessions = new Set();
     this.openCount = 0;
     this.draining = false;
@@ -223,7 +224,11 @@ class Gateway extends SessionHost {
     const oldResolver = this.resolver;
     const sameCache = JSON.stringify(old.availability.cache) === JSON.stringify(config.availability.cache);
     this.resolver = new QueryResolver(config, {
-      log: this.log, metrics: this.metrics, cache: sameCache ? oldResolver.cache : undefined, previous: oldResolver,
+      log: this.log,
+      metrics: this.metrics,
+      cache: sameCache ? oldResolver.cache : undefined,
+      previous: oldResolver,
+      keepAnswer: keptAnswer(config.limits.maxMessageLength),
     });
     // The old resolver serves the queries it already has; its connections close once they are answered.
     setTimeout(() => oldResolver.close({ keepCache: sameCache }), old.deadlineMs + 1000).unref();

@@ -102,10 +102,30 @@ class ReplyWriter {
   }
 }
 
+const ANSWER_FIELDS = ['vars', 'ecc', 'eccArrays', 'ced', 'cdpd'];
+
+/**
+ * The form a backend answer is kept in (the answer cache, which gets this function from the
+ * gateway and knows nothing of GED-145): what a QUERY_RESP on a plain session carries of it, cut
+ * to the tag limits and fitted to one frame of maxBody bytes, as an answer object again; null
+ * when even its scalar fields never fit a frame. A 35 KB backend answer is kept as at most maxBody bytes.
+ */
+function keptAnswer(maxBody) {
+  const writer = new ReplyWriter({ maxBody });
+  return (answer) => {
+    const resp = { invokeId: 0, status: 0 };
+    fillAnswer(resp, answer);
+    if (writer.fit(resp, []) === null) return null;
+    const kept = {};
+    for (const f of ANSWER_FIELDS) if (resp[f] !== undefined) kept[f] = resp[f];
+    return kept;
+  };
+}
+
 function trimEmpty(resp) {
   if (resp.eccArrays !== undefined && resp.eccArrays.length === 0) resp.eccArrays = undefined;
   if (resp.ecc !== undefined && Object.keys(resp.ecc).length === 0) resp.ecc = undefined;
   return resp;
 }
 
-module.exports = { ReplyWriter };
+module.exports = { ReplyWriter, keptAnswer };

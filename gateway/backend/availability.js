@@ -17,10 +17,11 @@ const { Dispatcher } = require('./handle');
 class QueryResolver extends Dispatcher {
   /**
    * cache: an AnswerCache to keep (a reload with the same cache settings keeps its entries);
-   * previous: the resolver this one replaces (a reload), whose OAuth2 tokens the backend takes over.
+   * previous: the resolver this one replaces (a reload), whose OAuth2 tokens the backend takes over;
+   * keepAnswer: the form a new cache keeps an answer in (the gateway gives answer/'s keptAnswer).
    */
   constructor(config, {
-    log = null, metrics = null, cache, previous = null,
+    log = null, metrics = null, cache, previous = null, keepAnswer,
   } = {}) {
     super();
     this.metrics = metrics;
@@ -36,7 +37,7 @@ class QueryResolver extends Dispatcher {
     if (!first) this.cache = null;
     else {
       this.cache = cache || new AnswerCache(first, {
-        log, metrics, maxBody: config.limits.maxMessageLength, redact: config.log.redact,
+        log, metrics, keep: keepAnswer, redact: config.log.redact,
       });
     }
     if (metrics) metrics.cacheSize = () => (this.cache === null ? null : this.cache.toJSON());

@@ -6,9 +6,10 @@
 // The Redis store is best effort: it is asked with a short time limit, and an outage never fails
 // a query (it is logged, counted, and the query goes to the backend).
 //
-// What is kept is the answer as it will be sent, fitted to GED-145 (values cut to the tag limits,
-// ECC entries dropped until it fits one frame), never the backend's whole body: a 35 KB backend
-// answer is kept as at most limits.maxMessageLength bytes. The process's copy is bounded by
+// What is kept is the form `keep` gives: the gateway hands the cache answer/'s keptAnswer, the
+// answer as it will be sent (values cut to the tag limits, ECC entries dropped until it fits one
+// frame), never the backend's whole body: a 35 KB backend answer is kept as at most
+// limits.maxMessageLength bytes. This module knows nothing of GED-145. The process's copy is bounded by
 // cache.maxBytes as well as cache.maxEntries. A value read from Redis is checked (an object with
 // an answer object and a storedAt not in the future) before it is used; a bad one is deleted
 // there, logged, and the query goes to the backend, whose answer takes its place.
@@ -16,8 +17,6 @@
 const crypto = require('node:crypto');
 const { LRUCache } = require('lru-cache');
 const { LogThrottle } = require('../../lib/log-throttle');
-const { fillAnswer } = require('../answer/fit');
-const { ReplyWriter } = require('../answer/writer');
 const { isObject } = require('../../lib/objects');
 const { fieldValue } = require('../../lib/query-fields');
 
@@ -41,8 +40,6 @@ function entryBytes(key, json, answer) {
   if (answer.eccArrays) properties += 4 * answer.eccArrays.length;
   return ENTRY_OVERHEAD + 2 * key.length + json.length + PROPERTY_OVERHEAD * properties;
 }
-const ANSWER_FIELDS = ['vars', 'ecc', 'eccArrays', 'ced', 'cdpd'];
-
 
 /**
  * The cache key of q under the field names `fields`, or null when one of them is missing or empty
@@ -69,11 +66,12 @@ function isEntry(e, now) {
 class AnswerCache {
   /**
    * settings: {maxEntries, maxBytes, store}; ttl and staleness are per lookup (a route may have
-   * its own). maxBody: limits.maxMessageLength, the frame an answer is fitted to.
+   * its own). keep(answer): the form an answer is kept in, or null when it cannot be kept
+   * (answer/writer.js keptAnswer, given by the gateway); the whole answer when left out.
    */
   /** redact: log.redact, under which a key (it holds the caller's CLID) is logged only as a hash. */
   constructor(settings, {
-    log, metrics, maxBody, redact = false,
+    log, metrics, keep = (answer) => answer, redact = false,
   } = {}) {
     this.log = log;
     this.redact = redact;
@@ -81,30 +79,20 @@ class AnswerCache {
     this.throttle = new LogThrottle();
     this.maxBytes = settings.maxBytes;
     this.local = new LRUCache({ max: settings.maxEntries, maxSize: settings.maxBytes, sizeCalculation: (entry) => entry.bytes });
-    this.writer = new ReplyWriter({ maxBody });
+    this.keep = keep;
     this.redis = null;
     if (settings.store) this.connectRedis(settings.store);
   }
 
-  /** The answer as a QUERY_RESP will carry it (plain session), or null when it never fits a frame. */
-  fitted(answer) {
-    const resp = { invokeId: 0, status: 0 };
-    fillAnswer(resp, answer);
-    if (this.writer.fit(resp, []) === null) return null;
-    const out = {};
-    for (const f of ANSWER_FIELDS) if (resp[f] !== undefined) out[f] = resp[f];
-    return out;
-  }
-
   /**
-   * {entry, json} for answer stored at storedAt: the entry holds the fitted answer as fresh strings
+   * {entry, json} for answer stored at storedAt: the entry holds the kept form as fresh strings
    * (parsed back from its JSON, where a value cut to its tag limit would be a slice keeping the
-   * backend's whole string alive) and its size for cache.maxBytes; null when it never fits a frame.
+   * backend's whole string alive) and its size for cache.maxBytes; null when it cannot be kept.
    */
   entry(key, answer, storedAt) {
-    const fitted = this.fitted(answer);
-    if (fitted === null) return null;
-    const json = JSON.stringify({ answer: fitted, storedAt });
+    const kept = this.keep(answer);
+    if (kept === null) return null;
+    const json = JSON.stringify({ answer: kept, storedAt });
     const entry = JSON.parse(json);
     entry.bytes = entryBytes(key, json, entry.answer);
     return { entry, json };
@@ -192,7 +180,7 @@ class AnswerCache {
     this.redis.del(KEY_PREFIX + key).catch(() => {});
   }
 
-  /** Stores answer, fitted, under key for ttl + stale (ms); the shared store is written in the background. */
+  /** Stores answer, in its kept form, under key for ttl + stale (ms); the shared store is written in the background. */
   set(key, answer, keepMs) {
     const made = this.entry(key, answer, Date.now());
     if (made === null) return;

@@ -7,6 +7,7 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { AnswerCache, cacheKey } = require('../../gateway/backend/cache');
+const { keptAnswer } = require('../../gateway/answer/writer');
 
 /** A backend answer of about 35 KB: ten long variables, 300 ECC entries, 100 array elements. */
 function bigAnswer(i) {
@@ -30,7 +31,7 @@ describe('answer cache (unit)', () => {
   });
 
   it('keeps the answer as it will be sent: cut to the tag limits and fitted to one frame', () => {
-    const cache = new AnswerCache({ maxEntries: 10, maxBytes: 1024 * 1024, store: null }, { maxBody: 8192 });
+    const cache = new AnswerCache({ maxEntries: 10, maxBytes: 1024 * 1024, store: null }, { keep: keptAnswer(8192) });
     cache.set('k', bigAnswer(1), 60_000);
     const { answer } = cache.local.get('k');
     assert.equal(answer.unused, undefined, 'what a reply never carries is not kept');
@@ -41,7 +42,7 @@ describe('answer cache (unit)', () => {
 
   it('answers past cache.maxBytes evict the oldest', () => {
     const maxBytes = 1024 * 1024;
-    const cache = new AnswerCache({ maxEntries: 100_000, maxBytes, store: null }, { maxBody: 8192 });
+    const cache = new AnswerCache({ maxEntries: 100_000, maxBytes, store: null }, { keep: keptAnswer(8192) });
     for (let i = 0; i < 300; i++) cache.set(`k${i}`, bigAnswer(i), 60_000);
     assert.ok(cache.local.calculatedSize <= maxBytes, `${cache.local.calculatedSize} bytes`);
     assert.ok(cache.local.size > 50 && cache.local.size < 300, `${cache.local.size} entries kept, the oldest evicted`);
@@ -55,8 +56,9 @@ describe('answer cache (unit)', () => {
     // In a process of its own, with a collection before each reading.
     const script = `
       const { AnswerCache } = require(${JSON.stringify(path.join(__dirname, '../../gateway/backend/cache'))});
+      const { keptAnswer } = require(${JSON.stringify(path.join(__dirname, '../../gateway/answer/writer'))});
       const big = ${bigAnswer.toString()};
-      const cache = new AnswerCache({ maxEntries: 100000, maxBytes: 16 * 1024 * 1024, store: null }, { maxBody: 8192 });
+      const cache = new AnswerCache({ maxEntries: 100000, maxBytes: 16 * 1024 * 1024, store: null }, { keep: keptAnswer(8192) });
       global.gc(); const before = process.memoryUsage().heapUsed;
       for (let i = 0; i < 4000; i++) cache.set('k' + i, big(i), 60000);
       global.gc(); const after = process.memoryUsage().heapUsed;

@@ -29,6 +29,12 @@ describe('folder boundaries (ESLint)', function () {
     assert.equal(found.length, 3, found.join('\n'));
   });
 
+  it('backend/ never imports answer/: the gateway hands the answer cache the form it keeps answers in', async () => {
+    const [message] = await problems('gateway/backend/x.js', "require('../answer/writer');");
+    assert.match(message, /only answer\/ knows what GED-145 can carry/);
+    assert.deepEqual(await problems('gateway/server.js', "require('./answer/writer');"), []);
+  });
+
   it('the product never imports the simulator, the runner or the benches; lib/ imports no component', async () => {
     assert.equal((await problems('gateway/x.js', "require('../simulator/router');\nrequire('../runner/cli');\nrequire('../bench/harness');")).length, 3);
     assert.equal((await problems('lib/x.js', "require('../gateway/server');")).length, 1);
@@ -52,5 +58,16 @@ describe('dependencies through their public entry points', () => {
       }
     }
     assert.deepEqual(deep, []);
+  });
+
+  it('the one exception, undici\'s Pool and buildConnector without its index, is named in one module that falls back to the public entry', () => {
+    // gateway/backend/engines/undici-parts.js (docs/performance.md, issue 35: 4.5 MB of idle RSS);
+    // tests/gateway/undici-parts.test.js checks the paths against the installed undici and the fallback.
+    const { execFileSync } = require('node:child_process');
+    const files = execFileSync('git', ['ls-files', '*.js'], { cwd: ROOT, encoding: 'utf8' }).trim().split('\n').filter((f) => !f.startsWith('tests/'));
+    const naming = files.filter((f) => /['"`][a-z@][\w.-]*\/lib\//.test(require('node:fs').readFileSync(path.join(ROOT, f), 'utf8')));
+    assert.deepEqual(naming, ['gateway/backend/engines/undici-parts.js']);
+    const { PARTS } = require('../../gateway/backend/engines/undici-parts');
+    assert.deepEqual(Object.values(PARTS).map((p) => p.split('/')[0]), ['undici', 'undici']);
   });
 });
