@@ -34,7 +34,7 @@ class Gateway extends SessionHost {
       return counts;
     };
     this.metrics.queriesInFlight = () => this.inFlight();
-    this.resolver = new QueryResolver(config, { log: this.log, metrics: this.metrics, keepAnswer: keptAnswer(config.limits.maxMessageLength) });
+    this.resolver = this.newResolver(config);
     this.sessions = new Set();
     this.openCount = 0;
     this.draining = false;
@@ -208,6 +208,13 @@ class Gateway extends SessionHost {
     this.log.info('stopped');
   }
 
+  /** The backend side for config: its cache keeps answers in the form answer/ fits them to (keptAnswer). */
+  newResolver(config, { cache, previous = null } = {}) {
+    return new QueryResolver(config, {
+      log: this.log, metrics: this.metrics, cache, previous, keepAnswer: keptAnswer(config.limits.maxMessageLength),
+    });
+  }
+
   /**
    * SIGHUP: a new validated config takes over without dropping a router. Routes, backend,
    * fallback, cache, breaker and the deadline apply to queries read from now on (those in flight
@@ -223,13 +230,7 @@ class Gateway extends SessionHost {
     if (needRestart.includes('protocol')) config.protocol = old.protocol;
     const oldResolver = this.resolver;
     const sameCache = JSON.stringify(old.availability.cache) === JSON.stringify(config.availability.cache);
-    this.resolver = new QueryResolver(config, {
-      log: this.log,
-      metrics: this.metrics,
-      cache: sameCache ? oldResolver.cache : undefined,
-      previous: oldResolver,
-      keepAnswer: keptAnswer(config.limits.maxMessageLength),
-    });
+    this.resolver = this.newResolver(config, { cache: sameCache ? oldResolver.cache : undefined, previous: oldResolver });
     // The old resolver serves the queries it already has; its connections close once they are answered.
     setTimeout(() => oldResolver.close({ keepCache: sameCache }), old.deadlineMs + 1000).unref();
     this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
