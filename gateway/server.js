@@ -165,10 +165,16 @@ class Gateway extends SessionHost {
   }
 
   onSessionIdle() {
-    if (this.idleWaiters.length === 0 || this.inFlight() > 0) return;
+    if (this.idleWaiters.length === 0 || this.stillDraining()) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
+  }
+
+  /** A query is in flight, or a session is draining still (it ends itself once it has none: Session.drain). */
+  stillDraining() {
+    for (const s of this.sessions) if (s.inflight.size > 0 || s.draining) return true;
+    return false;
   }
 
   inFlight() {
@@ -190,7 +196,7 @@ class Gateway extends SessionHost {
     const closed = new Promise((resolve) => this.server.close(resolve));
     const offline = () => this.serialize.failureEvent(STATUS.E_AG_HOST_OFFLINE, 'host shutting down');
     for (const s of this.sessions) s.drain('host shutting down', offline());
-    if (this.inFlight() > 0) {
+    if (this.stillDraining()) {
       await new Promise((resolve) => {
         const t = setTimeout(resolve, this.config.shutdownTimeoutMs);
         this.idleWaiters.push(() => {

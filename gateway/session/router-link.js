@@ -20,12 +20,15 @@
 // than after the whole chunk.
 
 const { performance } = require('node:perf_hooks');
-const { MessageReader, DIRECTION } = require('../../lib/protocol');
+const { MessageReader, DIRECTION, MESSAGE_TYPES: T } = require('../../lib/protocol');
 const { FrameTrace } = require('./frame-trace');
 
 // Module-level socket handlers: no closures per connection on the hot path.
 function socketOnData(chunk) {
   this.link.onData(chunk);
+}
+function socketOnDataAfterClose(chunk) {
+  this.link.reader.push(chunk);
 }
 function socketOnEnd() {
   this.link.onEnd();
@@ -78,6 +81,7 @@ class RouterLink {
     this.reading = false; // inside onData: replies made now share the tick's burst
     this.peerEndHeld = false; // the router's FIN came while input was paused: told once the held bytes are read
     this.pumping = true; // bytes go to the reader; false once the session discards input
+    this.queriesAfterClose = 0; // QUERY_REQs that came once input was discarded: no answer can follow
 
     this.lastRx = performance.now();
     this.partialSince = -1; // when the frame now buffered began to arrive; -1 = none
@@ -159,6 +163,11 @@ class RouterLink {
     if (++this.sliceFrames < SLICE_FRAMES || (this.pauses & PAUSE_SLICE) !== 0 || !this.pumping) return;
     this.pause(PAUSE_SLICE);
     setImmediate(endOfSlice, this);
+  }
+
+  /** A slice is over: frames already read wait in the reader until the next turn of the event loop. */
+  get betweenSlices() {
+    return (this.pauses & PAUSE_SLICE) !== 0;
   }
 
   /** True while input is not being read (a slice is over, or the session holds all it may). */
@@ -309,14 +318,18 @@ class RouterLink {
 
   /**
    * The session decided to close: no more input is acted on, but it is still read (and dropped),
-   * so that the close is not a reset.
+   * so that the close is not a reset. The queries in it are counted (queriesAfterClose): the
+   * router sent them before it saw our FIN, and will time them out.
    */
   discardInput() {
     this.pumping = false;
     this.clearTimers();
     this.pauses = 0;
     this.socket.removeListener('data', socketOnData);
-    this.socket.on('data', discard);
+    this.socket.on('data', socketOnDataAfterClose);
+    this.reader.skim((type) => {
+      if (type === T.QUERY_REQ) this.queriesAfterClose++;
+    });
     this.socket.resume();
     if (this.peerEndHeld) { // its FIN came while input was paused: the session learns of it now
       this.peerEndHeld = false;
@@ -376,8 +389,6 @@ class RouterLink {
     this.onClosedCallback();
   }
 }
-
-function discard() {}
 
 function endOfSlice(link) {
   link.resume(PAUSE_SLICE);

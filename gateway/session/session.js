@@ -5,6 +5,7 @@
 // The close is one state machine, here (`phase`); the link only carries it out (router-link.js):
 //   live       reading and answering
 //   draining   the host is stopping: still reading and answering; ends once nothing is in flight
+//              and one more round of input has been read (endDrainedSoon)
 //   ending     we decided to close: input is read and dropped, what was read is still answered
 //   finishing  every request read is answered: `last` and our FIN are written, the link lingers
 //   closed     the socket is gone
@@ -97,6 +98,7 @@ class Session {
     this.backlogBytes = 0;
     this.barrierHeld = false; // an OPEN_REQ or CLOSE_REQ waits in the backlog: decoding waits too
     this.drainScheduled = false;
+    this.drainEndTurns = 0; // draining with nothing in flight: turns of the event loop left before the session ends
     this.expiredCount = 0; // queries answered at their deadline: every EXPIRED_WRITE of them, the link flushes
     this.outcomes = {}; // replies by their `outcome` label (ok, cached, stale, fallback, host_error...): ok and failed are read from it
     this.counters = {
@@ -132,6 +134,11 @@ class Session {
   /** Still reading and acting on requests (live or draining). */
   get reading() {
     return this.phase === LIVE || this.phase === DRAINING;
+  }
+
+  /** The host is stopping and this session has not ended yet (see drain()). */
+  get draining() {
+    return this.phase === DRAINING;
   }
 
   noteCloseReason(reason) {
@@ -384,7 +391,7 @@ class Session {
     if (this.closeWaiters.length > 0) this.settleClose();
     if (this.inflight.size === 0 && this.waiting === 0) {
       if (this.phase === ENDING) this.finish();
-      else if (this.phase === DRAINING) this.end(this.drainReason, this.last);
+      else if (this.phase === DRAINING) this.endDrainedSoon();
       this.gateway.onSessionIdle(this);
     }
   }
@@ -437,7 +444,20 @@ class Session {
     this.phase = DRAINING;
     this.drainReason = reason;
     this.last = last;
-    if (this.inflight.size === 0 && this.waiting === 0) this.end(reason, last);
+    if (this.inflight.size === 0 && this.waiting === 0) this.endDrainedSoon();
+  }
+
+  /**
+   * Nothing in flight while draining: end two check phases from now, not at once. A query of the
+   * router's may be in our socket's buffer already, handed to us in the same round of I/O as the
+   * answer (or the shutdown signal) that got us here, or arrived while that round ran. Ending now
+   * would skip it as input after our close: a query lost that had reached us. The poll between
+   * the two check phases reads it; it is then in flight, and its answer brings us back here.
+   */
+  endDrainedSoon() {
+    const scheduled = this.drainEndTurns > 0;
+    this.drainEndTurns = 2; // counted again from a query answered meanwhile
+    if (!scheduled) setImmediate(endDrained, this);
   }
 
   /**
@@ -498,6 +518,7 @@ class Session {
       peer: this.peer,
       reason: this.closeReason || 'closed by router',
       abandonedQueries: lost,
+      queriesAfterClose: this.link.queriesAfterClose,
       unreadBytes: this.link.unreadBytes,
       ...this.tally(),
       outcomes: { ...this.outcomes, ...(lost > 0 ? { [LABEL.LOST]: lost } : {}) },
@@ -551,6 +572,21 @@ class Session {
 
 function drainLater(session) {
   session.drainBacklog();
+}
+
+function endDrained(session) {
+  if (session.phase !== DRAINING || session.inflight.size > 0 || session.waiting > 0) {
+    session.drainEndTurns = 0;
+    return;
+  }
+  // Frames read from the socket and held for the next slice are input too: wait for them.
+  if (--session.drainEndTurns > 0 || session.link.betweenSlices) {
+    if (session.drainEndTurns === 0) session.drainEndTurns = 1;
+    setImmediate(endDrained, session);
+    return;
+  }
+  session.end(session.drainReason, session.last);
+  session.gateway.onSessionIdle(session);
 }
 
 function onOpenTimeout(session) {

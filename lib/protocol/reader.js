@@ -54,6 +54,18 @@ class MessageReader {
     this.framer.resume();
   }
 
+  /**
+   * From now on frames are counted, not decoded: onType(type) for each, with its canonical type
+   * number (a host that has closed counts the queries it can no longer answer). Bytes held while
+   * paused go through at once; a frame over the size limit ends it, quietly.
+   */
+  skim(onType) {
+    const { profile } = this;
+    this.framer.onFrame = (typeId) => onType(profile.typeFromWire(typeId));
+    this.framer.onError = skimError;
+    this.framer.resume();
+  }
+
   get paused() {
     return this.framer.paused;
   }
@@ -87,5 +99,7 @@ class MessageReader {
     this.onMessage(msg, body.length + HEADER_LENGTH);
   }
 }
+
+function skimError() {}
 
 module.exports = { MessageReader };

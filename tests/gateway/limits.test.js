@@ -4,6 +4,7 @@
 
 const assert = require('node:assert/strict');
 const net = require('node:net');
+const { performance } = require('node:perf_hooks');
 const { serialize, STATUS } = require('../../lib/protocol');
 const { WireClient } = require('../helpers/wire');
 const { startStack } = require('../helpers/stack');
@@ -162,6 +163,32 @@ describe('gateway limits and admin port', () => {
     for (let i = 0; i < 20; i++) assert.equal(byId.get(10 + i).status, 0, `query ${10 + i}`);
     assert.equal(byId.get(99).status, 0, 'a query that arrives while the session drains is answered, not refused');
     assert.ok(c.messages.some((m) => m.type === 'FAILURE_EVENT' && m.status === STATUS.E_AG_HOST_OFFLINE));
+    await stack.stop();
+  });
+
+  it('a drain answers a query already in its socket when the drain starts; one sent after our FIN is counted on the close line', async () => {
+    const stack = await startStack();
+    const c = await WireClient.connect(stack.port);
+    await c.open();
+    // Query 5 reaches the gateway's socket while its event loop (this process's) is busy: the
+    // drain starts with nothing in flight, before the gateway has read it.
+    c.query(5, { subtype: 'echo', vars: { 1: 'read' } });
+    const busyUntil = performance.now() + 30;
+    while (performance.now() < busyUntil) { /* the bytes arrive meanwhile */ }
+    // Query 6 leaves once the FAILURE_EVENT (written with our FIN) is read: no answer is possible.
+    let sentAfterFin = false;
+    c.socket.on('data', () => {
+      if (sentAfterFin || !c.messages.some((m) => m.type === 'FAILURE_EVENT')) return;
+      sentAfterFin = true;
+      c.query(6, { subtype: 'echo' });
+    });
+    await stack.gateway.shutdown('test drain');
+    await c.waitClosed();
+    assert.deepEqual(c.messages.filter((m) => m.type === 'QUERY_RESP').map((m) => [m.invokeId, m.vars]), [[5, { 1: 'read' }]]);
+    assert.ok(sentAfterFin);
+    const line = stack.log.lines.find((l) => l.message === 'router disconnected');
+    assert.equal(line.abandonedQueries, 0);
+    assert.equal(line.queriesAfterClose, 1, 'the query that came after our FIN');
     await stack.stop();
   });
 });
