@@ -74,6 +74,7 @@ class RouterConnection extends EventEmitter {
     this.reader = null;
     this.flow = null; // the pcap flow of the current connection
     this.socketError = null;
+    this.hostEnded = false; // the host's FIN came on this connection
     this.dropReason = null;
     this.dropWasFailure = false;
     this.openInvokeId = 0;
@@ -103,8 +104,9 @@ class RouterConnection extends EventEmitter {
     if (this.book) this.book.stats = stats;
   }
 
+  /** A session is open and the host has not sent its FIN: a query sent now can be answered. */
   get isOpen() {
-    return this.state === 'open';
+    return this.state === 'open' && !this.hostEnded;
   }
 
   start() {
@@ -139,6 +141,9 @@ class RouterConnection extends EventEmitter {
       if (this.flow) this.flow.in(chunk);
       this.reader.push(chunk);
     });
+    this.hostEnded = false;
+    // The host's FIN: a router sends nothing more on this connection (TCP could not answer it).
+    this.socket.on('end', () => { this.hostEnded = true; });
     this.socket.on('error', (err) => { this.socketError = err.code || err.message; });
     this.socket.on('close', () => this.onSocketClose());
   }
@@ -184,7 +189,7 @@ class RouterConnection extends EventEmitter {
 
   /** Sends one copy of a logical query; false when this side has no open session. */
   send(fields, logical) {
-    if (this.state !== 'open') return false;
+    if (!this.isOpen) return false;
     const invokeId = this.invokeId();
     this.book.addQuery(invokeId, logical);
     this.write(this.serialize.queryReq({ ...fields, invokeId }, { nul: true, cipher: this.cipher }));
@@ -193,7 +198,7 @@ class RouterConnection extends EventEmitter {
 
   /** Sends an invalid frame of the given kind; the host's answer is checked against its kind. */
   sendInvalid(kind) {
-    if (this.state !== 'open') return false;
+    if (!this.isOpen) return false;
     const spec = INVALID_KINDS[kind];
     const invokeId = this.invokeId();
     this.book.addInvalid(invokeId, kind, spec.expect);
@@ -203,12 +208,12 @@ class RouterConnection extends EventEmitter {
 
   /** One HEARTBEAT_REQ now; resolves with its round trip in ms (rejects if the connection drops). */
   ping() {
-    if (this.state !== 'open') return Promise.reject(new Error('no open session'));
+    if (!this.isOpen) return Promise.reject(new Error('no open session'));
     return this.heartbeats.ping();
   }
 
   sendParam(paramId, paramValue) {
-    if (this.state !== 'open') return;
+    if (!this.isOpen) return;
     this.write(this.serialize.paramReq({ invokeId: this.invokeId(), paramId, paramValue }));
   }
 
@@ -394,7 +399,7 @@ class RouterConnection extends EventEmitter {
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     if (this.socket === null || this.state === 'closed') return;
-    if (this.state === 'open') {
+    if (this.isOpen) {
       const invokeId = this.invokeId();
       let timer;
       const answered = new Promise((resolve) => {
