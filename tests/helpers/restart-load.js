@@ -21,4 +21,14 @@ async function restartUnderLoad(port, templates, restart) {
   return { s, scheduled, figures };
 }
 
-module.exports = { restartUnderLoad };
+/**
+ * The queries a gateway's logs say came after it had closed a session (queriesAfterClose on each
+ * "router disconnected" line): the router sent them before it saw our FIN; TCP cannot answer them.
+ */
+function queriesAfterClose(logText) {
+  let n = 0;
+  for (const m of logText.matchAll(/router disconnected.* queriesAfterClose=(\d+)/g)) n += Number(m[1]);
+  return n;
+}
+
+module.exports = { restartUnderLoad, queriesAfterClose };
