@@ -191,4 +191,31 @@ describe('gateway limits and admin port', () => {
     assert.equal(line.queriesAfterClose, 1, 'the query that came after our FIN');
     await stack.stop();
   });
+
+  it('a drain that starts inside a long chunk (read in slices) answers every frame of it first', async () => {
+    const stack = await startStack();
+    const c = await WireClient.connect(stack.port);
+    await c.open();
+    // 200 heartbeats are answered as they are read, so nothing is in flight while the rest of
+    // the chunk waits for the next slices; the drain starts at the tenth.
+    const { heartbeats } = stack.gateway.metrics;
+    const inc = heartbeats.inc.bind(heartbeats);
+    let seen = 0;
+    let stopping = null;
+    heartbeats.inc = (...args) => {
+      if (++seen === 10) stopping = stack.gateway.shutdown('test drain');
+      return inc(...args);
+    };
+    const chunk = [];
+    for (let i = 0; i < 200; i++) chunk.push(serialize.heartbeatReq(100 + i));
+    chunk.push(serialize.queryReq({ invokeId: 7, routerCallDay: 1, routerCallKey: 7, subtype: 'echo', vars: { 1: 'last' } }, { nul: true }));
+    c.send(Buffer.concat(chunk));
+    await c.waitClosed();
+    await stopping;
+    assert.equal(c.messages.filter((m) => m.type === 'HEARTBEAT_CONF').length, 200);
+    assert.deepEqual(c.messages.find((m) => m.invokeId === 7).vars, { 1: 'last' });
+    const line = stack.log.lines.find((l) => l.message === 'router disconnected');
+    assert.equal(line.queriesAfterClose, 0);
+    await stack.stop();
+  });
 });
