@@ -579,9 +579,8 @@ function endDrained(session) {
     session.drainEndTurns = 0;
     return;
   }
-  // Frames read from the socket and held for the next slice are input too: wait for them.
-  if (--session.drainEndTurns > 0 || session.link.betweenSlices) {
-    if (session.drainEndTurns === 0) session.drainEndTurns = 1;
+  // Frames read from the socket and held for the next slice are input too: wait for them first.
+  if (session.link.betweenSlices || --session.drainEndTurns > 0) {
     setImmediate(endDrained, session);
     return;
   }
