@@ -217,7 +217,7 @@ class Gateway extends SessionHost {
   /** The backend side for config: its cache keeps answers in the form answer/ fits them to (keptAnswer). */
   newResolver(config, { cache, previous = null } = {}) {
     return new QueryResolver(config, {
-      log: this.log, metrics: this.metrics, cache, previous, keepAnswer: keptAnswer(config.limits.maxMessageLength),
+      log: this.log, metrics: this.metrics, cache, previous, keepAnswer: keptAnswer(config.limits.maxMessageLength, config.answers),
     });
   }
 

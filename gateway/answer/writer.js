@@ -13,7 +13,15 @@
 const {
   serialize: defaultSerialize, STATUS, HEADER_LENGTH, MAX_TAG_DATA, des, text: { printable },
 } = require('../../lib/protocol');
-const { fillAnswer } = require('./fit');
+const { fillAnswer, ASCII } = require('./fit');
+const { toCharset } = require('./charset');
+
+/**
+ * What an encrypted session's answers are written in, for each answers.transliterate: ASCII,
+ * whatever answers.charset says, because the router ignores an encrypted field that does not
+ * decrypt to ASCII (docs/protocol.md, encryption).
+ */
+const ENCRYPTED_TEXT = { true: ASCII, false: Object.freeze({ charset: 'ascii', transliterate: false }) };
 
 
 /**
@@ -25,41 +33,46 @@ class ReplyWriter {
   constructor({ maxBody, serialize = defaultSerialize }) {
     this.maxBody = maxBody;
     this.serialize = serialize;
-    this.cipher = undefined;
-    this.tagLimit = MAX_TAG_DATA;
+    this.setCipher(undefined);
   }
 
   /** des.createSessionCipher(...) for an encrypted session, undefined for a plain one. */
   setCipher(cipher) {
     this.cipher = cipher;
     this.tagLimit = cipher === undefined ? MAX_TAG_DATA : cipher.maxField;
+    this.encodeOptions = { cipher };
+    this.latin1Options = cipher === undefined ? { latin1: true } : this.encodeOptions;
   }
 
-  /** FAILURE_CONF with an ERROR text made printable ASCII and cut to the tag limit (encrypted when the session is). */
+  /**
+   * FAILURE_CONF with an ERROR text made printable ASCII (letters outside it by their base
+   * letters, as answers are) and cut to the tag limit (encrypted when the session is).
+   */
   failureConf(invokeId, status, text) {
-    return this.serialize.failureConf(invokeId, status, printable(text || '', this.tagLimit), { cipher: this.cipher });
+    return this.serialize.failureConf(invokeId, status, printable(toCharset(text || ''), this.tagLimit), this.encodeOptions);
   }
 
   /**
    * QUERY_RESP status 0 for q from the backend's answer: {buf, notes}, where notes lists every
    * change made to fit; buf is null when even the scalar fields alone are over the frame limit.
-   * Throws when the answer cannot be encoded at all.
+   * text: {charset, transliterate} (the config's answers section). Throws when the answer cannot be encoded at all.
    */
-  queryResp(q, answer) {
+  queryResp(q, answer, text = ASCII) {
     const resp = { invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR };
     if (q.noScriptReply) return { buf: this.serialize.queryResp(resp), notes: [] }; // the script wants no data back
-    const notes = fillAnswer(resp, answer, this.tagLimit);
-    const buf = this.fit(resp, notes);
+    const fitted = this.cipher === undefined || text.charset === 'ascii' ? text : ENCRYPTED_TEXT[text.transliterate];
+    const notes = fillAnswer(resp, answer, this.tagLimit, fitted);
+    const buf = this.fit(resp, notes, fitted.charset === 'latin1');
     return { buf, notes };
   }
 
-  encode(resp) {
-    return this.serialize.queryResp(resp, { cipher: this.cipher });
+  encode(resp, latin1) {
+    return this.serialize.queryResp(resp, latin1 ? this.latin1Options : this.encodeOptions);
   }
 
   /** Encodes resp, dropping ECC_ARRAY then ECC entries from the end until the frame fits; null if it never does. */
-  fit(resp, notes) {
-    let buf = this.encode(resp);
+  fit(resp, notes, latin1 = false) {
+    let buf = this.encode(resp, latin1);
     if (buf.length - HEADER_LENGTH <= this.maxBody) return buf;
     const before = buf.length - HEADER_LENGTH;
     let droppedArrays = 0;
@@ -72,7 +85,7 @@ class ReplyWriter {
         excess -= this.tagCost(el.name.length + el.value.length + 3); // index, name NUL, value NUL
         droppedArrays++;
       }
-      buf = this.encode(trimEmpty(resp));
+      buf = this.encode(trimEmpty(resp), latin1);
     }
     // ECC pairs share tags, so dropping one saves about its own bytes: re-encode until it fits.
     if (buf.length - HEADER_LENGTH > this.maxBody && resp.ecc !== undefined) {
@@ -85,7 +98,7 @@ class ReplyWriter {
           delete resp.ecc[name];
           droppedEcc++;
         }
-        buf = this.encode(trimEmpty(resp));
+        buf = this.encode(trimEmpty(resp), latin1);
       }
     }
     if (buf.length - HEADER_LENGTH > this.maxBody) return null;
@@ -109,13 +122,14 @@ const ANSWER_FIELDS = ['vars', 'ecc', 'eccArrays', 'ced', 'cdpd'];
  * gateway and knows nothing of GED-145): what a QUERY_RESP on a plain session carries of it, cut
  * to the tag limits and fitted to one frame of maxBody bytes, as an answer object again; null
  * when even its scalar fields never fit a frame. A 35 KB backend answer is kept as at most maxBody bytes.
+ * text: the answers section ({charset, transliterate}); an encrypted session makes its copy ASCII when it answers.
  */
-function keptAnswer(maxBody) {
+function keptAnswer(maxBody, text = ASCII) {
   const writer = new ReplyWriter({ maxBody });
   return (answer) => {
     const resp = { invokeId: 0, status: 0 };
-    fillAnswer(resp, answer);
-    if (writer.fit(resp, []) === null) return null;
+    fillAnswer(resp, answer, MAX_TAG_DATA, text);
+    if (writer.fit(resp, [], text.charset === 'latin1') === null) return null;
     const kept = {};
     for (const f of ANSWER_FIELDS) if (resp[f] !== undefined) kept[f] = resp[f];
     return kept;

@@ -12,6 +12,7 @@ const {
   DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32, VAR_COUNT, VAR_NUMBER, IDLE_TIMEOUT_RANGE, ROUTER_REQUEST_TIMEOUT_MS,
 } = require('../../lib/protocol');
 const { ENGINE_NAMES } = require('../backend/engines');
+const { CHARSETS } = require('../answer/charset');
 const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
 const {
   KEY_FIELDS, TARGET_FIELDS, TARGET_PATTERN, listed,
@@ -235,6 +236,16 @@ const SCHEMA = {
     }),
     duplicates: oneOf(['forward', 'answer-empty'], 'forward', {
       description: 'a query flagged Duplicate: forward it, or answer it empty without the backend', 'x-must': "must be 'forward' or 'answer-empty'",
+    }),
+    answers: section('how answer text is written for the router (docs/protocol.md, text)', {
+      charset: oneOf(CHARSETS, 'ascii', {
+        description: "the bytes VARs, CED, CDPD and ECC values may hold: 'ascii' (GED-145's text), or 'latin1' on plain sessions "
+          + '(how the router reads request text; an encrypted session stays ASCII)',
+        'x-must': "must be 'ascii' or 'latin1'",
+      }),
+      transliterate: bool(true, {
+        description: 'a character outside the charset becomes its ASCII base letters ("José" -> "Jose"); false: "?"',
+      }),
     }),
     backend: section('the REST backend of the default query contract', {
       url: {

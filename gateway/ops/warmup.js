@@ -135,7 +135,7 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
   const one = async (q) => {
     const t0 = performance.now();
     const outcome = await backend.call(q, new QuerySignal()); // the signal a session gives
-    if (outcome.kind === KIND.OK) reply.queryResp(q, outcome.answer);
+    if (outcome.kind === KIND.OK) reply.queryResp(q, outcome.answer, config.answers);
     metrics.observeQuery(q.subtype, 'ok', (performance.now() - t0) / 1000); // seconds, as the session records them
   };
   const pending = [];

@@ -9,19 +9,24 @@ const { STATUS, EncodeError } = require('../../lib/protocol');
 const { messageOf } = require('../../lib/errors');
 const { ReplyWriter } = require('../answer/writer');
 const { KIND, LABEL, labelOf } = require('../backend/outcome');
+const { ASCII } = require('../answer/fit');
+
+const ASCII_TEXT = () => ASCII;
 
 class Replies {
   /**
    * id: the session's, for the log lines; log and throttle: where they go, and how often; debug:
-   * whether debug lines are wanted; serialize: the session's serializer; maxBody: limits.maxMessageLength.
+   * whether debug lines are wanted; serialize: the session's serializer; maxBody: limits.maxMessageLength;
+   * text(): the config's answers section ({charset, transliterate}) as it is now.
    */
   constructor({
-    id, log, throttle, debug, serialize, maxBody,
+    id, log, throttle, debug, serialize, maxBody, text = ASCII_TEXT,
   }) {
     this.ctx = {
       id, log, throttle, debug,
     };
     this.writer = new ReplyWriter({ maxBody, serialize });
+    this.text = text;
   }
 
   setCipher(cipher) {
@@ -68,7 +73,7 @@ class Replies {
     const s = this.ctx;
     let built;
     try {
-      built = this.writer.queryResp(q, answer);
+      built = this.writer.queryResp(q, answer, this.text());
     } catch (err) {
       if (!(err instanceof EncodeError)) throw err;
       const n = s.throttle.hit('encode');

@@ -83,6 +83,7 @@ class Session {
     this.serialize = gateway.serialize;
     this.reply = new Replies({
       id: this.id, log: this.log, throttle: this.throttle, debug: this.debug, serialize: this.serialize, maxBody: this.limits.maxMessageLength,
+      text: () => gateway.config.answers, // read per answer: a reload reaches open sessions
     });
     this.closeWaiters = [];
     this.phase = LIVE; // the close's state machine (see the top of this file)

@@ -8,7 +8,7 @@ const {
 } = require('./constants');
 const { EncodeError, ENCODE_ERROR_CODES: E } = require('./errors');
 
-const { NOT_WIRE_TEXT: NOT_TEXT } = require('./text');
+const { NOT_WIRE_TEXT: NOT_TEXT, NOT_LATIN1_TEXT } = require('./text');
 const { MAX_ENCRYPTED_FIELD: ENCRYPTED_TAG_DATA } = require('./des'); // 248: a padded field still fits one length byte
 
 const { DEFAULT_PROFILE } = require('./profile');
@@ -22,20 +22,20 @@ function uint32(value, field) {
   return value;
 }
 
-function asciiText(value, field) {
-  if (typeof value !== 'string' || NOT_TEXT.test(value)) throw textError(value, field);
+function asciiText(value, field, notText = NOT_TEXT) {
+  if (typeof value !== 'string' || notText.test(value)) throw textError(value, field, notText);
   return value;
 }
 
 /** Same check, with the field name built only when it fails (hot path: ECC pairs). */
-function eccText(value, prefix, name) {
-  if (typeof value !== 'string' || NOT_TEXT.test(value)) throw textError(value, `${prefix}${name}`);
+function eccText(value, prefix, name, notText = NOT_TEXT) {
+  if (typeof value !== 'string' || notText.test(value)) throw textError(value, `${prefix}${name}`, notText);
   return value;
 }
 
-function textError(value, field) {
+function textError(value, field, notText) {
   if (typeof value !== 'string') return new EncodeError(E.NOT_TEXT, `${field} must be a string`);
-  return new EncodeError(E.NON_ASCII, `${field} must be ASCII text without NUL`);
+  return new EncodeError(E.NON_ASCII, `${field} must be ${notText === NOT_TEXT ? 'ASCII' : 'Latin-1'} text without NUL`);
 }
 
 // vars key ("1".."10") -> [tag, field name]
@@ -48,11 +48,13 @@ function wantsNul(nul, field) {
 
 /**
  * Collects tags as [id, data] with data a latin1 string (ASCII text, or an ECC_ARRAY index byte)
- * or a Buffer; checks the 255-byte limit as each is added.
+ * or a Buffer; checks the 255-byte limit as each is added. latin1: values (not names) may hold
+ * characters U+0080..U+00FF, written as one byte each (answers.charset "latin1", docs/protocol.md).
  */
 class TagList {
-  constructor({ nul, cipher } = NO_OPTIONS) {
+  constructor({ nul, cipher, latin1 = false } = NO_OPTIONS) {
     this.nul = nul;
+    this.notText = latin1 ? NOT_LATIN1_TEXT : NOT_TEXT;
     this.cipher = cipher; // on an encrypted session (des.createSessionCipher): pads and encrypts each tag
     // Plaintext bytes one tag can carry: 255, or 248 once NUL-padded to DES blocks (docs/protocol.md, encryption).
     this.limit = cipher === undefined ? MAX_TAG_DATA : ENCRYPTED_TAG_DATA;
@@ -76,7 +78,7 @@ class TagList {
 
   scalar(id, value, field) {
     if (value === undefined || value === null) return;
-    const data = asciiText(value, field);
+    const data = asciiText(value, field, this.notText);
     this.add(id, wantsNul(this.nul, field) ? `${data}\0` : data, field);
   }
 
@@ -111,7 +113,7 @@ class TagList {
       const value = ecc[name];
       if (value === undefined || value === null) continue;
       if (name.length === 0) throw new EncodeError(E.BAD_ECC, 'ECC name is empty');
-      const pair = `${eccText(name, 'ecc name ', name)}\0${eccText(value, 'ecc.', name)}\0`;
+      const pair = `${eccText(name, 'ecc name ', name)}\0${eccText(value, 'ecc.', name, this.notText)}\0`;
       if (packed.length + pair.length > this.limit && packed.length > 0) {
         this.add(TAGS.ECC, packed, 'ecc');
         packed = '';
@@ -128,7 +130,7 @@ class TagList {
       throw new EncodeError(E.OUT_OF_RANGE, `ECC array index must be 0..255, got ${index}`);
     }
     if (typeof name !== 'string' || name.length === 0) throw new EncodeError(E.BAD_ECC, 'ECC array name is empty');
-    const data = `${String.fromCharCode(index)}${eccText(name, 'ecc array name ', name)}\0${eccText(value, 'eccArrays.', name)}\0`;
+    const data = `${String.fromCharCode(index)}${eccText(name, 'ecc array name ', name)}\0${eccText(value, 'eccArrays.', name, this.notText)}\0`;
     this.add(TAGS.ECC_ARRAY, data, 'eccArrays');
   }
 
@@ -180,9 +182,10 @@ function errorTags(error, options) {
 }
 
 
-// One function per message type. `options`: {nul, cipher}. nul: true to NUL-terminate every scalar
+// One function per message type. `options`: {nul, cipher, latin1}. nul: true to NUL-terminate every scalar
 // tag (the router's convention), or a list of field keys; the host sends none (default). cipher:
-// a session cipher (des.createSessionCipher) on an encrypted session. Each set writes the type and
+// a session cipher (des.createSessionCipher) on an encrypted session. latin1: values may hold
+// Latin-1 characters (TagList). Each set writes the type and
 // status numbers of one profile (profile.js): serializerFor(profile); `serialize` is the default's.
 function makeSerializer(p) {
   return {

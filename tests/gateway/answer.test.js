@@ -35,11 +35,11 @@ describe('fillAnswer', () => {
     assert.equal(notes.length, 8, notes.join('\n'));
   });
 
-  it('non-ASCII becomes ?, and values are cut to the tag limit (255, 248 encrypted) and ECC values to 210', () => {
+  it('non-ASCII becomes its base letters, and values are cut to the tag limit (255, 248 encrypted) and ECC values to 210', () => {
     const plain = {};
     fillAnswer(plain, { vars: { 1: 'x'.repeat(300), 2: 'Jos\u00e9' }, ecc: { e: 'y'.repeat(300) } });
     assert.equal(plain.vars[1].length, 255);
-    assert.equal(plain.vars[2], 'Jos?');
+    assert.equal(plain.vars[2], 'Jose');
     assert.equal(plain.ecc.e.length, 210);
     const enc = {};
     fillAnswer(enc, { vars: { 1: 'x'.repeat(300) } }, des.MAX_ENCRYPTED_FIELD);
@@ -100,6 +100,6 @@ describe('ReplyWriter', () => {
   it('FAILURE_CONF text is printable ASCII cut to the tag limit', () => {
     const m = toRouter(new ReplyWriter({ maxBody: 8192 }).failureConf(7, STATUS.E_AG_HOST_ERROR2, `bad\n\u00e9${'x'.repeat(300)}`));
     assert.equal(m.error.length, 255);
-    assert.ok(m.error.startsWith('bad??x'));
+    assert.ok(m.error.startsWith('bad?ex'), m.error);
   });
 });
