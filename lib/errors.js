@@ -26,7 +26,7 @@ const CODES = Object.freeze({
   PROXY: 'ERR_GED145_PROXY', // the forward proxy refused a CONNECT tunnel
   BACKEND: 'ERR_GED145_BACKEND', // a handler module's ctx.request got no HTTP answer
   AUTH: 'ERR_GED145_AUTH', // no credentials for a backend request: the token endpoint failed
-  PLACEHOLDER: 'ERR_GED145_PLACEHOLDER', // a URL placeholder value that cannot be a path segment
+  PLACEHOLDER: 'ERR_GED145_PLACEHOLDER', // a placeholder value that cannot be a path segment (or XML text, in a body)
 });
 
 /** 'ERR_GED145_TAG_OVERRUN' -> 'tag_overrun': the short form logs and metric labels use. */
@@ -207,8 +207,9 @@ class AuthError extends Error {
  * %2E%2E, climbing the path). The query fails with E_AG_HOST_ERROR2 instead of reaching the backend.
  */
 class PlaceholderError extends Error {
-  constructor(key, value) {
-    super(`${key} is ${value === '' ? 'empty' : `'${value}'`}, which cannot be a URL path segment`);
+  /** why: what the value cannot be (a body template's placeholder: "XML text"). */
+  constructor(key, value, why = 'a URL path segment') {
+    super(`${key} is ${value === '' ? 'empty' : `'${value}'`}, which cannot be ${why}`);
     this.name = 'PlaceholderError';
     this.code = CODES.PLACEHOLDER;
     this.key = key;

@@ -5,8 +5,9 @@
 
 const { performance } = require('node:perf_hooks');
 const {
-  queryJson, fillTemplate, encodeSegment, jsonPath, mapResponse,
+  queryJson, fillTemplate, fillBody, encodeSegment, mapResponse,
 } = require('./request');
+const { JSON_FORMAT, NotInFormat, readBody } = require('./formats');
 const { createEngine, engineOptions } = require('./engines');
 const { asAbortSignal } = require('./abort');
 const { text: { printable } } = require('../../lib/protocol');
@@ -191,7 +192,7 @@ class Backend {
   callRoute(route, q, signal, deadlineAt) {
     const path = fillTemplate(route.template, q);
     const headers = route.headers === null ? this.baseHeaders : { ...this.baseHeaders, ...route.headers };
-    const body = route.sendBody ? JSON.stringify(queryJson(q)) : undefined;
+    const body = route.body !== null ? fillBody(route.body, q) : route.sendBody ? JSON.stringify(queryJson(q)) : undefined;
     const origin = route.template.origin;
     const request = {
       origin, path, method: route.method, headers, body, signal, idempotent: route.idempotent, group: signal.group,
@@ -361,22 +362,26 @@ class Backend {
   classify({ status, text }, route, origin) {
     const mapped = route === null || route.statuses === null ? undefined : route.statuses.get(status);
     const kind = mapped === undefined ? defaultKind(status) : mapped;
+    const format = formatOf(route);
     if (kind === KIND.OK) {
-      let json;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        if (mapped === KIND.OK && text.trim() === '') json = {}; // a mapped status with no body answers empty
-        else return this.badJson(origin, 'a body that is not JSON');
+      let doc = readBody(format, text);
+      if (doc instanceof NotInFormat) {
+        if (mapped === KIND.OK && text.trim() === '') doc = {}; // a mapped status with no body answers empty
+        else return this.badAnswer(origin, format, doc.problem);
       }
-      if (json === null || typeof json !== 'object' || Array.isArray(json)) return this.badJson(origin, 'JSON that is not an object');
       this.health.success();
       const mapping = route === null ? null : route.mapping;
-      return ok(mapping ? mapResponse(mapping, json) : json);
+      return ok(mapping ? mapResponse(mapping, doc, format.path) : doc);
     }
     if (kind === KIND.APP_ERROR) {
+      // A status `statuses` makes an app_error is the API's "no" only in the API's own words: a
+      // body in the route's format (not a proxy's page) that does not say the server failed.
+      if (mapped === KIND.APP_ERROR && text.length > 0) {
+        const doc = readBody(format, text);
+        if (doc instanceof NotInFormat || format.serverFault(doc)) return this.httpFailure(status, origin);
+      }
       this.health.success(); // a deliberate "no" is an answer
-      return appError(appErrorText(text, route === null ? 'error' : route.errorPath, status), undefined, status);
+      return appError(appErrorText(format, text, route === null ? 'error' : route.errorPath, status), undefined, status);
     }
     if (mapped === undefined && (status === 401 || status === 403)) return this.unauthorized(status, origin);
     return this.httpFailure(status, origin);
@@ -399,9 +404,10 @@ class Backend {
     return outcome;
   }
 
-  badJson(origin, what) {
-    this.health.failure('bad JSON');
-    const outcome = hostError(REASON.BAD_JSON, `backend answered with ${what}`, true);
+  /** A body not in the route's format (formats.js): bad_json, bad_xml. */
+  badAnswer(origin, format, what) {
+    this.health.failure(`bad ${format.name.toUpperCase()}`);
+    const outcome = hostError(format.reason, `backend answered with ${what}`, true);
     this.failed(origin, outcome);
     return outcome;
   }
@@ -477,16 +483,20 @@ function defaultKind(status) {
   return KIND.HOST_ERROR;
 }
 
-/** The text for the ERROR tag of a 4xx: the body's error field, else the body, else the status. */
-function appErrorText(text, errorPath, status) {
-  try {
-    const json = JSON.parse(text);
-    const v = jsonPath(json, errorPath);
+/** How a route's answers are read (formats.js); the default contract's are JSON. */
+const formatOf = (route) => (route === null || route.format === undefined ? JSON_FORMAT : route.format);
+
+/**
+ * The text for the ERROR tag of an app_error: the text at errorPath in the body read in the
+ * route's format (a SOAP fault's faultstring), else a short JSON route's body as it is, else the status.
+ */
+function appErrorText(format, text, errorPath, status) {
+  const doc = readBody(format, text);
+  if (!(doc instanceof NotInFormat)) {
+    const v = format.path(doc, errorPath);
     if (typeof v === 'string' && v.length > 0) return v;
-  } catch {
-    // not JSON: fall through
   }
-  return text && text.length > 0 && text.length < 256 ? text : `backend HTTP ${status}`;
+  return format.errorInBody && text && text.length > 0 && text.length < 256 ? text : `backend HTTP ${status}`;
 }
 
 

@@ -25,6 +25,7 @@ const REASON = Object.freeze({
   DEADLINE: 'deadline', // the query's deadline passed first
   TIMEOUT: 'timeout', // the route's own timeoutMs passed first
   BAD_JSON: 'bad_json', // a body that is not a JSON object
+  BAD_XML: 'bad_xml', // a route's XML answer that is not well-formed, has a DOCTYPE, or another root element
   CIRCUIT_OPEN: 'circuit_open', // the origin's circuit is open: not asked
   NO_BACKEND: 'no_backend',
   MODULE_ERROR: 'module_error', // a handler module threw

@@ -1,11 +1,11 @@
 'use strict';
 
 // A query as an HTTP request, and an HTTP answer as a GED-145 answer: the default contract's JSON
-// body, URL templates and their placeholders, header values from the environment, JSON paths and
-// the response mapping, for each query (backend.js). A route's template is parsed once, at load,
-// by config/routes.js.
+// body, URL and body templates and their placeholders, and the response mapping, for each query
+// (backend.js). A route's templates are parsed once, at load, by config/routes.js and config/body.js.
 
 const { PlaceholderError } = require('../../lib/errors');
+const { jsonPath } = require('./formats');
 const { fieldValue } = require('../../lib/query-fields');
 
 /** The query as the backend sees it in the default contract (absent tags omitted). */
@@ -46,22 +46,14 @@ function fillTemplate(tpl, q) {
   return out;
 }
 
-/** "a.b[0].c" -> value in a parsed JSON answer, or undefined. */
-function jsonPath(obj, p) {
-  let o = obj;
-  for (const key of p.replace(/\[(\d+)\]/g, '.$1').replace(/^\$\.?/, '').split('.')) {
-    if (key === '') continue;
-    if (o === null || typeof o !== 'object' || !Object.hasOwn(o, key)) return undefined;
-    o = o[key];
-  }
-  return o;
-}
-
-/** The response mapping {"vars.1": "accountId", "ecc.user.tier": "tier"} -> answer object. */
-function mapResponse(mapping, json) {
+/**
+ * The response mapping {"vars.1": "accountId", "ecc.user.tier": "tier"} -> answer object; path:
+ * how the route's format reads a path in its document (formats.js: jsonPath, xmlPath).
+ */
+function mapResponse(mapping, doc, path = jsonPath) {
   const answer = { vars: {}, ecc: {} };
   for (const [target, source] of mapping) {
-    const v = jsonPath(json, source);
+    const v = path(doc, source);
     if (v === undefined || v === null) continue;
     if (target.startsWith('vars.')) answer.vars[target.slice(5)] = v;
     else if (target.startsWith('ecc.')) answer.ecc[target.slice(4)] = v;
@@ -70,6 +62,50 @@ function mapResponse(mapping, json) {
   return answer;
 }
 
+/**
+ * A route's request body from its template (config/body.js compiles it): the literal parts with
+ * each placeholder's value escaped as the body's content type needs, so that no value can end
+ * a JSON string, open an XML element or add a form field. An absent field is empty text.
+ */
+function fillBody(body, q) {
+  const { parts, escape } = body;
+  let out = parts[0];
+  for (let i = 1; i < parts.length; i += 2) {
+    const key = parts[i];
+    const v = fieldValue(q, key);
+    out += escape(key, v === undefined || v === null ? '' : String(v)) + parts[i + 1];
+  }
+  return out;
+}
+
+/** Characters XML 1.0 cannot carry, even as a reference (its production Char), and lone surrogates. */
+const NOT_XML_TEXT = /[^\t\n\r\x20-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/u;
+const XML_SPECIAL = /[&<>"'\r]/g;
+const XML_ESCAPES = {
+  '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;', '\r': '&#xD;',
+};
+
+/** How a body template's placeholder values are escaped, by the body's content type (config/body.js picks one). */
+const BODY_ESCAPES = Object.freeze({
+  /** Inside a JSON string: the template puts the quotes. */
+  json: (key, v) => JSON.stringify(v).slice(1, -1),
+  /** XML text or an attribute value; a character XML cannot hold refuses the query before the backend. */
+  xml: (key, v) => {
+    if (NOT_XML_TEXT.test(v)) throw new PlaceholderError(key, v.replace(NOT_XML_TEXT, '?'), 'XML text (it holds a control character)');
+    return v.replace(XML_SPECIAL, (c) => XML_ESCAPES[c]);
+  },
+  /** A form field's value (application/x-www-form-urlencoded). */
+  form: (key, v) => {
+    try {
+      return encodeURIComponent(v);
+    } catch {
+      throw new PlaceholderError(key, '?', 'form text (it holds a lone surrogate)');
+    }
+  },
+  /** Any other text: the value as it is. */
+  text: (key, v) => v,
+});
+
 module.exports = {
-  PlaceholderError, queryJson, encodeSegment, fillTemplate, jsonPath, mapResponse,
+  PlaceholderError, queryJson, encodeSegment, fillTemplate, fillBody, BODY_ESCAPES, jsonPath, mapResponse,
 };

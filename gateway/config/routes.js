@@ -2,16 +2,23 @@
 
 // Routes as configured -> routes as the backend runs them. The default contract is POST
 // {backend}/query/{subtype} with the query as JSON; a per-subtype route in the config maps a query
-// onto any REST call (method, URL template, headers, response mapping) or onto a JS module the
-// user names. A URL template is parsed here, once; backend/request.js fills it in for each query.
+// onto any REST call (method, URL template, headers, body template, a JSON or XML answer's
+// mapping) or onto a JS module the user names. A URL template is parsed here, once; backend/request.js fills it in for each query.
 
 const path = require('node:path');
 const { ConfigError } = require('../../lib/errors');
 const { isPlaceholder } = require('../../lib/query-fields');
 const { resolveHeaders, compileAuth } = require('./backend');
+const { compileBody } = require('./body');
+const { compileFormat } = require('../backend/formats');
 const {
   CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker,
 } = require('./availability');
+
+/** What an XML route asks for, unless its headers say otherwise: SOAP 1.1's and 1.2's types and plain XML. */
+const XML_ACCEPT = 'text/xml, application/soap+xml, application/xml';
+/** An XML route's errorPath unless it names one: a SOAP 1.1 fault's text (SOAP 1.2: Envelope.Body.Fault.Reason.Text). */
+const SOAP_FAULT_TEXT = 'Envelope.Body.Fault.faultstring';
 
 const DEFAULT_AVAILABILITY = Object.freeze({ fallback: null, cache: null, breaker: BREAKER_DEFAULTS });
 
@@ -59,10 +66,17 @@ function compileRoute(route, {
       kind: 'module', handle: typeof handler === 'function' ? handler : handler.handle.bind(handler), file, ...common, ...settings,
     };
   }
-  const method = (route.method || 'GET').toUpperCase();
   const template = parseTemplate(route.url);
   const mapping = Object.entries(route.response || {});
   const headers = resolveHeaders(route.headers, 'headers', env, { files: route.headerFiles, baseDir });
+  const body = compileBody(route.body, { contentType: headers['content-type'] || null });
+  // A route that sends a body template posts it unless it names another method.
+  const method = (route.method || (body === null ? 'GET' : 'POST')).toUpperCase();
+  if (body !== null && method === 'GET') throw new ConfigError('body: a GET sends no body; give "method": "POST" (or PUT, PATCH)');
+  if (body !== null && headers['content-type'] === undefined) headers['content-type'] = body.contentType;
+  const xml = route.format === 'xml';
+  if (xml && headers.accept === undefined) headers.accept = XML_ACCEPT;
+  const errorPath = route.errorPath || (xml ? SOAP_FAULT_TEXT : 'error');
   return {
     kind: 'http',
     method,
@@ -71,8 +85,11 @@ function compileRoute(route, {
     statuses: route.statuses === undefined ? null : new Map(Object.entries(route.statuses).map(([k, v]) => [Number(k), v])),
     ...common,
     mapping: mapping.length > 0 ? mapping : null,
-    errorPath: route.errorPath || 'error',
-    sendBody: route.body === 'query' || (route.body === undefined && method !== 'GET' && method !== 'DELETE'),
+    // The paths the operator wrote say where an XML document starts (its root element: Envelope).
+    format: compileFormat(route.format, [...mapping.map(([, p]) => p), ...(route.errorPath ? [route.errorPath] : [])]),
+    errorPath,
+    sendBody: body === null && (route.body === 'query' || (route.body === undefined && method !== 'GET' && method !== 'DELETE')),
+    body,
     ...settings,
   };
 }

@@ -159,7 +159,13 @@ const ROUTE = {
   then: onlyKeys(MODULE_ROUTE_KEYS, 'a module route'),
   else: {
     if: { propertyNames: { enum: AVAILABILITY_KEYS } },
-    else: { properties: { url: true }, required: ['url'], 'x-must': 'needs a url (a REST call) or a module' },
+    else: {
+      properties: { url: true },
+      required: ['url'],
+      'x-must': 'needs a url (a REST call) or a module',
+      if: { properties: { format: { const: 'xml' } }, required: ['format'] },
+      then: { properties: { response: true }, required: ['response'], 'x-must': 'needs a response mapping: an XML answer (format "xml") is read through one' },
+    },
   },
   properties: {
     method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'get', 'post', 'put', 'patch', 'delete'] },
@@ -183,8 +189,18 @@ const ROUTE = {
       description: '{"vars.1": "json.path", "ecc.NAME": "..."}',
       'x-must': `must map targets (vars.1..vars.${VAR_COUNT}, ecc.NAME, ${TARGET_FIELDS.join(', ')}) to JSON path strings`,
     },
-    errorPath: { type: 'string' },
-    body: { enum: ['query', 'none'] },
+    errorPath: { type: 'string', description: 'where the error text of an app_error answer is (default "error"; XML: "Envelope.Body.Fault.faultstring")' },
+    format: {
+      enum: ['json', 'xml'],
+      description: 'how the answer is read: json (default), or xml (SOAP and other XML APIs; paths ignore namespace prefixes)',
+      'x-must': "must be 'json' or 'xml'",
+    },
+    body: {
+      type: ['string', 'object', 'array'],
+      minLength: 1,
+      description: '"query" (the query as JSON), "none", a JSON template, or a text template (a SOAP envelope) with {clid}, {vars.1}... placeholders',
+      'x-must': 'must be "query", "none", a JSON template or a text template',
+    },
     module: { type: 'string', description: 'a JS module exporting (query, {signal}) => answer' },
     fallback: { $ref: '#/definitions/fallback' },
     cache: { $ref: '#/definitions/cache' },
