@@ -3,7 +3,8 @@
 // Routes as configured -> routes as the backend runs them. The default contract is POST
 // {backend}/query/{subtype} with the query as JSON; a per-subtype route in the config maps a query
 // onto any REST call (method, URL template, headers, body template, a JSON or XML answer's
-// mapping) or onto a JS module the user names. A URL template is parsed here, once; backend/request.js fills it in for each query.
+// mapping) or onto a JS module the user names. A URL template is parsed here, once (a body
+// template in body.js); backend/request.js fills them in for each query.
 
 const path = require('node:path');
 const { ConfigError } = require('../../lib/errors');
