@@ -7,6 +7,7 @@
 // template in body.js); backend/request.js fills them in for each query.
 
 const path = require('node:path');
+const Module = require('node:module');
 const { ConfigError } = require('../../lib/errors');
 const { isPlaceholder } = require('../../lib/query-fields');
 const { resolveHeaders, compileAuth } = require('./backend');
@@ -55,7 +56,7 @@ function compileRoute(route, {
     let handler;
     try {
       if (fresh) forget(file);
-      handler = require(file);
+      handler = loadHandler(file);
     } catch (err) {
       // One line: Node's MODULE_NOT_FOUND message goes on with a "Require stack:" list.
       throw new ConfigError(`cannot load module ${file}: ${String(err.message).split('\n')[0]}`, { cause: err });
@@ -64,7 +65,12 @@ function compileRoute(route, {
       throw new ConfigError(`module ${file} must export a function (query, {signal}) or {handle}`);
     }
     return {
-      kind: 'module', handle: typeof handler === 'function' ? handler : handler.handle.bind(handler), file, ...common, ...settings,
+      kind: 'module',
+      handle: typeof handler === 'function' ? handler : handler.handle.bind(handler),
+      file,
+      files: [...userGraph(require.resolve(file))], // the handler's own files: its errors' stacks name them (backend/user-code.js)
+      ...common,
+      ...settings,
     };
   }
   const template = parseTemplate(route.url);
@@ -96,25 +102,48 @@ function compileRoute(route, {
 }
 
 /**
- * Drops a handler module, and the modules it loaded that are the user's (not a package under
- * node_modules, not the gateway's own), from require's cache, so that the next require reads them
- * from disk: a reload after the handler was edited runs the new code. The old functions stay in
- * use by the queries that already have them.
+ * A handler module, loaded through a require of its own: its parent is a module object that only
+ * this call holds, so that no module of the gateway's keeps the handler in its `children` and a
+ * reload's old copy is collected once its queries are over.
+ */
+function loadHandler(file) {
+  return Module.createRequire(file)(file);
+}
+
+const OWN = path.resolve(__dirname, '..', '..');
+const isUsers = (f) => !f.split(path.sep).includes('node_modules') && !f.startsWith(path.join(OWN, 'gateway')) && !f.startsWith(path.join(OWN, 'lib'));
+
+/** The ids of a loaded module and of the modules it loaded that are the user's (not a package, not the gateway's own). */
+function userGraph(id) {
+  const seen = new Set();
+  const walk = (f) => {
+    const m = require.cache[f];
+    if (m === undefined || seen.has(f)) return;
+    seen.add(f);
+    for (const child of m.children) if (isUsers(child.id)) walk(child.id);
+  };
+  walk(id);
+  return seen;
+}
+
+/**
+ * Drops a handler module, and the modules it loaded that are the user's, from require's cache, so
+ * that the next require reads them from disk: a reload after the handler was edited runs the new
+ * code. They are taken out of every other module's `children` too (a module loaded before with
+ * plain require keeps its children there): once the queries that have the old functions are answered, nothing
+ * holds the old copy, and its memory (a table it loaded) is freed.
  */
 function forget(file) {
-  const own = path.resolve(__dirname, '..', '..');
-  const seen = new Set();
-  const walk = (id) => {
-    const m = require.cache[id];
-    if (m === undefined || seen.has(id)) return;
-    seen.add(id);
-    for (const child of m.children) {
-      const f = child.id;
-      if (!f.split(path.sep).includes('node_modules') && !f.startsWith(path.join(own, 'gateway')) && !f.startsWith(path.join(own, 'lib'))) walk(f);
-    }
+  const ids = userGraph(require.resolve(file));
+  if (ids.size === 0) return;
+  const gone = new Set();
+  for (const id of ids) {
+    gone.add(require.cache[id]);
     delete require.cache[id];
-  };
-  walk(require.resolve(file));
+  }
+  for (const m of Object.values(require.cache)) {
+    if (m.children.some((c) => gone.has(c))) m.children = m.children.filter((c) => !gone.has(c));
+  }
 }
 
 /** Splits a URL template into literal parts and placeholder keys, once, at config load. */
