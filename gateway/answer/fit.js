@@ -4,9 +4,15 @@
 // encodable: values become text in the answers' charset (charset.js: ASCII, or Latin-1 on a plain
 // session; other characters by their base letters or '?'), too-long values are cut to the tag
 // limits, and anything that cannot be carried is dropped. Each change is noted for the log.
+//
+// The work is bounded by what a QUERY_RESP can carry, not by what the answer holds: a value is cut
+// before it is converted, and ECC entries and eccArrays elements are read only until they add up
+// to more than one frame (maxBody) could hold; the rest is dropped unread (writer.js then drops
+// from the end until the frame fits). A handler that answers 200,000 ECC entries costs the
+// session what 8 KiB of them cost, plus V8's own listing of the object's keys.
 
 const {
-  MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT, text: { NOT_WIRE_TEXT },
+  MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT, DEFAULT_MAX_MESSAGE_LENGTH, text: { NOT_WIRE_TEXT },
 } = require('../../lib/protocol');
 const { isObject, setOwn } = require('../../lib/objects');
 const { toCharset } = require('./charset');
@@ -14,80 +20,136 @@ const { toCharset } = require('./charset');
 /** answers.charset and answers.transliterate as the schema defaults them. */
 const ASCII = Object.freeze({ charset: 'ascii', transliterate: true });
 
+/** Notes kept for one answer: the log line names the first changes and how many more there were. */
+const MAX_NOTES = 20;
+/** Keys of `vars` looked at: ten are valid; past this many the rest are not read. */
+const MAX_VAR_KEYS = VAR_COUNT + MAX_NOTES;
+/**
+ * A value is cut to this many times its tag limit before it is converted: a character may take
+ * several UTF-16 units (accents, an emoji sequence) and still become one byte, or none. A text
+ * that shrinks more than that may come out shorter than the limit, and is noted as truncated.
+ */
+const CUT_FACTOR = 8;
+
+class Notes extends Array {
+  note(text) {
+    if (this.length < MAX_NOTES) this.push(text);
+    else this.more = (this.more || 0) + 1;
+  }
+
+  /** The notes as a plain list, the last saying how many were left out. */
+  list() {
+    const out = [...this];
+    if (this.more) out.push(`... and ${this.more} more change(s)`);
+    return out;
+  }
+}
+
 function toText(value, limit, field, notes, text) {
   if (value === undefined || value === null) return undefined;
   let s;
   if (typeof value === 'string') s = value;
   else if (typeof value === 'number' || typeof value === 'boolean') s = String(value);
   else {
-    notes.push(`${field} dropped: not a string, number or boolean`);
+    notes.note(`${field} dropped: not a string, number or boolean`);
     return undefined;
   }
-  const t = toCharset(s, text.charset, text.transliterate); // s itself when all ASCII: one regexp test
-  if (t !== s) {
-    s = t;
+  // Cut first: a 10 MB string costs what its first few `limit` characters cost.
+  const cut = s.length > limit * CUT_FACTOR ? s.slice(0, limit * CUT_FACTOR) : s;
+  let t = toCharset(cut, text.charset, text.transliterate); // cut itself when all ASCII: one regexp test
+  if (t !== cut) {
     const charset = text.charset === 'latin1' ? 'Latin-1' : 'ASCII';
-    notes.push(`${field}: characters outside ${charset} ${text.transliterate ? 'transliterated or ' : ''}replaced with '?'`);
+    notes.note(`${field}: characters outside ${charset} ${text.transliterate ? 'transliterated or ' : ''}replaced with '?'`);
   }
-  if (s.length > limit) {
-    s = s.slice(0, limit);
-    notes.push(`${field} truncated to ${limit} bytes`);
+  if (t.length > limit || cut !== s) {
+    t = t.slice(0, limit);
+    notes.note(`${field} truncated to ${limit} bytes`);
   }
-  return s;
+  return t;
 }
 
 /**
  * Fills resp (a QUERY_RESP's fields) from answer; returns the notes (empty when nothing changed).
  * tagLimit: 255, or 248 on an encrypted session (a padded field must still fit one length byte);
- * text: {charset, transliterate} (answers.*; the writer gives ASCII on an encrypted session).
+ * text: {charset, transliterate} (answers.*; the writer gives ASCII on an encrypted session);
+ * maxBody: the frame body limit (limits.maxMessageLength): ECC entries and eccArrays elements past
+ * what it could hold are not read.
  */
-function fillAnswer(resp, answer, tagLimit = MAX_TAG_DATA, text = ASCII) {
-  const notes = [];
+function fillAnswer(resp, answer, tagLimit = MAX_TAG_DATA, text = ASCII, maxBody = DEFAULT_MAX_MESSAGE_LENGTH) {
+  const notes = new Notes();
   resp.ced = toText(answer.ced, tagLimit, 'ced', notes, text);
   resp.cdpd = toText(answer.cdpd, tagLimit, 'cdpd', notes, text);
-  if (isObject(answer.vars)) {
-    let vars;
-    for (const key of Object.keys(answer.vars)) {
-      const n = Number(key);
-      if (!Number.isInteger(n) || n < 1 || n > VAR_COUNT) {
-        notes.push(`vars.${key} dropped: not a peripheral variable 1..${VAR_COUNT}`);
-        continue;
-      }
-      const v = toText(answer.vars[key], tagLimit, `vars.${key}`, notes, text);
-      if (v !== undefined) (vars || (vars = {}))[n] = v;
+  if (isObject(answer.vars)) resp.vars = fillVars(answer.vars, tagLimit, notes, text);
+  if (isObject(answer.ecc)) resp.ecc = fillEcc(answer.ecc, maxBody, notes, text);
+  if (Array.isArray(answer.eccArrays)) resp.eccArrays = fillEccArrays(answer.eccArrays, maxBody, notes, text);
+  return notes.list();
+}
+
+function fillVars(from, tagLimit, notes, text) {
+  let vars;
+  let seen = 0;
+  for (const key in from) {
+    if (!Object.hasOwn(from, key)) continue;
+    if (++seen > MAX_VAR_KEYS) {
+      notes.note(`vars: keys past the ${MAX_VAR_KEYS}th not read (there are ${VAR_COUNT} peripheral variables)`);
+      break;
     }
-    resp.vars = vars;
-  }
-  if (isObject(answer.ecc)) {
-    let ecc;
-    for (const name of Object.keys(answer.ecc)) {
-      if (name.length === 0 || name.length > MAX_ECC_NAME || NOT_WIRE_TEXT.test(name)) {
-        notes.push(`ecc '${name.slice(0, 40)}' dropped: name must be 1..${MAX_ECC_NAME} ASCII characters`);
-        continue;
-      }
-      const v = toText(answer.ecc[name], MAX_ECC_VALUE, `ecc.${name}`, notes, text);
-      if (v !== undefined) {
-        if (!ecc) ecc = {};
-        setOwn(ecc, name, v);
-      }
+    const n = Number(key);
+    if (!Number.isInteger(n) || n < 1 || n > VAR_COUNT) {
+      notes.note(`vars.${key.slice(0, 40)} dropped: not a peripheral variable 1..${VAR_COUNT}`);
+      continue;
     }
-    resp.ecc = ecc;
+    const v = toText(from[key], tagLimit, `vars.${key}`, notes, text);
+    if (v !== undefined) (vars || (vars = {}))[n] = v;
   }
-  if (Array.isArray(answer.eccArrays)) {
-    const out = [];
-    for (const el of answer.eccArrays) {
-      const ok = isObject(el) && typeof el.name === 'string' && el.name.length > 0 && el.name.length <= MAX_ECC_NAME
-        && !NOT_WIRE_TEXT.test(el.name) && Number.isInteger(el.index) && el.index >= 0 && el.index <= 255;
-      if (!ok) {
-        notes.push('an eccArrays element dropped: it needs name (1..32 ASCII), index (0..255) and value');
-        continue;
-      }
-      const v = toText(el.value === undefined ? '' : el.value, MAX_ECC_VALUE, `eccArrays.${el.name}[${el.index}]`, notes, text);
-      if (v !== undefined) out.push({ name: el.name, index: el.index, value: v });
+  return vars;
+}
+
+function fillEcc(from, maxBody, notes, text) {
+  let ecc;
+  let bytes = 0; // at least what the kept pairs take in a frame (name, NUL, value, NUL)
+  for (const name in from) {
+    if (!Object.hasOwn(from, name)) continue;
+    if (bytes > maxBody) {
+      notes.note(`ecc entries from '${name.slice(0, 40)}' on not read: more than one frame (${maxBody} bytes) can carry`);
+      break;
     }
-    resp.eccArrays = out.length > 0 ? out : undefined;
+    if (name.length === 0 || name.length > MAX_ECC_NAME || NOT_WIRE_TEXT.test(name)) {
+      notes.note(`ecc '${name.slice(0, 40)}' dropped: name must be 1..${MAX_ECC_NAME} ASCII characters`);
+      continue;
+    }
+    const v = toText(from[name], MAX_ECC_VALUE, `ecc.${name}`, notes, text);
+    if (v !== undefined) {
+      if (!ecc) ecc = {};
+      setOwn(ecc, name, v);
+      bytes += name.length + v.length + 2;
+    }
   }
-  return notes;
+  return ecc;
+}
+
+function fillEccArrays(from, maxBody, notes, text) {
+  const out = [];
+  let bytes = 0; // at least what the kept elements take in a frame (tag header, index, name, value)
+  for (let i = 0; i < from.length; i++) {
+    if (bytes > maxBody) {
+      notes.note(`eccArrays elements from index ${i} on not read: more than one frame (${maxBody} bytes) can carry`);
+      break;
+    }
+    const el = from[i];
+    const ok = isObject(el) && typeof el.name === 'string' && el.name.length > 0 && el.name.length <= MAX_ECC_NAME
+      && !NOT_WIRE_TEXT.test(el.name) && Number.isInteger(el.index) && el.index >= 0 && el.index <= 255;
+    if (!ok) {
+      notes.note('an eccArrays element dropped: it needs name (1..32 ASCII), index (0..255) and value');
+      continue;
+    }
+    const v = toText(el.value === undefined ? '' : el.value, MAX_ECC_VALUE, `eccArrays.${el.name}[${el.index}]`, notes, text);
+    if (v !== undefined) {
+      out.push({ name: el.name, index: el.index, value: v });
+      bytes += 5 + el.name.length + v.length;
+    }
+  }
+  return out.length > 0 ? out : undefined;
 }
 
 module.exports = { fillAnswer, ASCII };

@@ -61,7 +61,7 @@ class ReplyWriter {
     const resp = { invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR };
     if (q.noScriptReply) return { buf: this.serialize.queryResp(resp), notes: [] }; // the script wants no data back
     const fitted = this.cipher === undefined || text.charset === 'ascii' ? text : ENCRYPTED_TEXT[text.transliterate];
-    const notes = fillAnswer(resp, answer, this.tagLimit, fitted);
+    const notes = fillAnswer(resp, answer, this.tagLimit, fitted, this.maxBody);
     const buf = this.fit(resp, notes, fitted.charset === 'latin1');
     return { buf, notes };
   }
@@ -128,7 +128,7 @@ function keptAnswer(maxBody, text = ASCII) {
   const writer = new ReplyWriter({ maxBody });
   return (answer) => {
     const resp = { invokeId: 0, status: 0 };
-    fillAnswer(resp, answer, MAX_TAG_DATA, text);
+    fillAnswer(resp, answer, MAX_TAG_DATA, text, maxBody);
     if (writer.fit(resp, [], text.charset === 'latin1') === null) return null;
     const kept = {};
     for (const f of ANSWER_FIELDS) if (resp[f] !== undefined) kept[f] = resp[f];

@@ -7,7 +7,8 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { AnswerCache, cacheKey } = require('../../gateway/backend/cache');
-const { keptAnswer } = require('../../gateway/answer/writer');
+const { keptAnswer, ReplyWriter } = require('../../gateway/answer/writer');
+const { HEADER_LENGTH } = require('../../lib/protocol');
 
 /** A backend answer of about 35 KB: ten long variables, 300 ECC entries, 100 array elements. */
 function bigAnswer(i) {
@@ -35,7 +36,11 @@ describe('answer cache (unit)', () => {
     cache.set('k', bigAnswer(1), 60_000);
     const { answer } = cache.local.get('k');
     assert.equal(answer.unused, undefined, 'what a reply never carries is not kept');
-    assert.ok(JSON.stringify(answer).length < 8192, `${JSON.stringify(answer).length} bytes kept of a 35 KB answer`);
+    // Kept as one frame carries it: the kept answer encodes to at most 8 KiB with nothing more to cut.
+    const { buf, notes } = new ReplyWriter({ maxBody: 8192 }).queryResp({ invokeId: 1 }, answer);
+    assert.ok(buf.length - HEADER_LENGTH <= 8192, `${buf.length} bytes`);
+    assert.deepEqual(notes, []);
+    assert.ok(JSON.stringify(answer).length < 9000, `${JSON.stringify(answer).length} bytes kept of a 35 KB answer`);
     assert.equal(answer.vars[1].length, 255, 'a variable cut to its tag limit');
     assert.ok(Object.keys(answer.ecc).length < 300, 'ECC entries dropped from the end until the frame fits');
   });
