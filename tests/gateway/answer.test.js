@@ -46,6 +46,31 @@ describe('fillAnswer', () => {
     assert.equal(enc.vars[1].length, 248);
   });
 
+  it('200,000 ECC entries or eccArrays elements: only about one frame\'s worth is read', () => {
+    let reads = 0;
+    const ecc = {};
+    for (let i = 0; i < 200_000; i++) Object.defineProperty(ecc, `e${i}`, { enumerable: true, get() { reads++; return 'v'.repeat(20); } });
+    const resp = {};
+    const notes = fillAnswer(resp, { ecc }, 255, 8192);
+    assert.ok(reads < 400, `${reads} ECC values read`);
+    assert.deepEqual(Object.keys(resp.ecc), Array.from({ length: reads }, (_, i) => `e${i}`));
+    assert.match(notes.at(-1), /ecc entries from 'e\d+' on not read: more than one frame \(8192 bytes\) can carry/);
+    let elements = 0;
+    const list = Array.from({ length: 200_000 }, (_, i) => ({ name: 'arr', index: i % 256, value: 'x' }));
+    const counted = new Proxy(list, { get: (t, k) => { if (typeof k === 'string' && /^\d+$/.test(k)) elements++; return t[k]; } });
+    fillAnswer(resp, { eccArrays: counted }, 255, 8192);
+    assert.ok(elements < 2000, `${elements} eccArrays elements read`);
+  });
+
+  it('a 10 MB value is cut before it is converted; notes stop at 20 and say how many more', () => {
+    const resp = {};
+    const ecc = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`bad name ${i} ${'x'.repeat(40)}`, 'v']));
+    const notes = fillAnswer(resp, { vars: { 1: '\u00e9'.repeat(10_000_000) }, ecc });
+    assert.equal(resp.vars[1], '?'.repeat(255));
+    assert.equal(notes.length, 21);
+    assert.equal(notes.at(-1), '... and 32 more change(s)');
+  });
+
   it('an ECC name __proto__ stays a plain property', () => {
     const resp = {};
     fillAnswer(resp, JSON.parse('{"ecc": {"__proto__": "v"}}'));
