@@ -54,6 +54,8 @@ async function main(values) {
   if (refused.length > 0) throw new OperatorError(refused.join('\n'));
   applyMemorySettings(config.memory);
   const log = createLogger({ component: 'gateway', ...config.log });
+  // A handler module's escaped error costs its route a log line, never the process (ops/process-guard.js).
+  require('./ops/process-guard').guardProcess(log);
   // Signal handlers before anything starts: without one, a SIGHUP during the start (an operator,
   // logrotate) would kill the process, Node's default; a SIGTERM then waits for the start to end.
   let sim = null;

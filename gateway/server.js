@@ -13,6 +13,7 @@ const { QueryResolver } = require('./backend');
 const { keptAnswer } = require('./answer/writer');
 const { Metrics } = require('./ops/metrics');
 const { RecentLines, ProcessStatus } = require('./ops/status');
+const { HandlerFaults } = require('./backend/user-code');
 
 const SESSION_REFUSAL_LOG_MS = 60_000;
 
@@ -34,6 +35,7 @@ class Gateway extends SessionHost {
       return counts;
     };
     this.metrics.queriesInFlight = () => this.inFlight();
+    this.faults = new HandlerFaults({ log: this.log, metrics: this.metrics }); // per route, across reloads
     this.resolver = this.newResolver(config);
     this.sessions = new Set();
     this.openCount = 0;
@@ -217,7 +219,12 @@ class Gateway extends SessionHost {
   /** The backend side for config: its cache keeps answers in the form answer/ fits them to (keptAnswer). */
   newResolver(config, { cache, previous = null } = {}) {
     return new QueryResolver(config, {
-      log: this.log, metrics: this.metrics, cache, previous, keepAnswer: keptAnswer(config.limits.maxMessageLength, config.answers),
+      log: this.log,
+      metrics: this.metrics,
+      cache,
+      previous,
+      keepAnswer: keptAnswer(config.limits.maxMessageLength, config.answers),
+      faults: this.faults,
     });
   }
 
@@ -272,6 +279,7 @@ class Gateway extends SessionHost {
       refused,
       history: this.metrics.history.toJSON(),
       backend: this.resolver.toJSON(),
+      handlers: this.faults.toJSON(),
       warnings: this.recent.lines,
     };
   }

@@ -18,10 +18,11 @@ class QueryResolver extends Dispatcher {
   /**
    * cache: an AnswerCache to keep (a reload with the same cache settings keeps its entries);
    * previous: the resolver this one replaces (a reload), whose OAuth2 tokens the backend takes over;
-   * keepAnswer: the form a new cache keeps an answer in (the gateway gives answer/'s keptAnswer).
+   * keepAnswer: the form a new cache keeps an answer in (the gateway gives answer/'s keptAnswer);
+   * faults: the gateway's record of its handler modules' errors (user-code.js), kept across reloads.
    */
   constructor(config, {
-    log = null, metrics = null, cache, previous = null, keepAnswer,
+    log = null, metrics = null, cache, previous = null, keepAnswer, faults = null,
   } = {}) {
     super();
     this.metrics = metrics;
@@ -32,7 +33,7 @@ class QueryResolver extends Dispatcher {
     const first = availability.cache || [...this.routes.values()].map((r) => r.cache).find(Boolean);
     const fallback = availability.fallback || [...this.routes.values()].some((r) => r.fallback);
     this.backend = new Backend(config, {
-      log, metrics, instead: insteadText(Boolean(first), Boolean(fallback)), previous: previous === null ? null : previous.backend,
+      log, metrics, instead: insteadText(Boolean(first), Boolean(fallback)), previous: previous === null ? null : previous.backend, faults,
     });
     if (!first) this.cache = null;
     else {

@@ -21,6 +21,10 @@ const {
 const { createCredentials } = require('./auth');
 const { reasonOf } = require('./engines/errors');
 const { hideCallerData } = require('../../lib/redact');
+const { isObject } = require('../../lib/objects');
+const {
+  HandlerFaults, handlerScope, runAs, currentCall, markError,
+} = require('./user-code');
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
@@ -46,8 +50,9 @@ class Backend {
   /** log and metrics are optional (the warm-up runs without them). */
   /** instead: what the router gets while the backend fails, for the health's log line. */
   /** previous: the Backend this one replaces (a reload): its OAuth2 tokens are taken over, not fetched again. */
+  /** faults: the gateway's record of its handler modules' errors (user-code.js), kept across reloads. */
   constructor(config, {
-    log = null, metrics = null, instead, previous = null,
+    log = null, metrics = null, instead, previous = null, faults = null,
   } = {}) {
     this.routes = config.compiledRoutes; // a Map: subtypes such as "__proto__" or "constructor" are plain keys
     this.deadlineMs = config.deadlineMs;
@@ -102,6 +107,10 @@ class Backend {
     this.routeAuth = new Map(); // compiled route -> its credentials (null: none)
     for (const route of this.routes.values()) if (route.kind !== 'contract') this.routeAuth.set(route, credentialsFor(route.auth));
     this.origins = new Map(); // origin -> OriginStats, for /status
+    // Each module route's scope: what its escaped errors are attributed to (user-code.js).
+    this.faults = faults || new HandlerFaults({ log, metrics });
+    this.scopes = new Map(); // compiled route -> scope
+    for (const [subtype, route] of this.routes) if (route.kind === 'module') this.scopes.set(route, handlerScope(subtype, route, this.faults, this.redact));
   }
 
   /** The default contract's base URL(s) (validated by config.js: no query string or fragment). */
@@ -212,9 +221,17 @@ class Backend {
     let moduleSignal = asAbortSignal(signal);
     if (route.timeoutMs < this.deadlineMs) moduleSignal = AbortSignal.any([moduleSignal, AbortSignal.timeout(route.timeoutMs)]);
     const ctx = { signal: moduleSignal, request: this.requestFor(route, q.subtype, moduleSignal, deadlineAt, signal.group) };
+    const scope = this.scopes.get(route);
     try {
-      const answer = await route.handle(queryJson(q), ctx);
-      return ok(answer === null || typeof answer !== 'object' ? {} : answer);
+      const query = queryJson(q);
+      // In the route's scope: what the handler starts and does not finish is known to be its own.
+      const answer = await runAs(scope, query, route.handle, query, ctx);
+      // As a REST answer must be a JSON object (bad_json), a handler's must be an object.
+      if (!isObject(answer)) {
+        this.faults.badAnswer(scope, answer, logText(q.subtype), q.invokeId);
+        return hostError(REASON.BAD_ANSWER, 'handler module answered no object');
+      }
+      return ok(answer);
     } catch (err) {
       // A ctx.request that got no answer: the handler let it through; its outcome was counted already.
       if (err instanceof BackendRequestError) return err.outcome;
@@ -240,36 +257,48 @@ class Backend {
    */
   requestFor(route, subtype, signal, deadlineAt, group) {
     const auth = this.routeAuth.get(route);
-    return async (url, {
-      method = 'GET', headers = {}, body, json,
-    } = {}) => {
-      const m = /^(https?:\/\/[^/?#]+)(.*)$/.exec(String(url));
-      if (m === null) throw new TypeError(`ctx.request: ${url} is not an http:// or https:// URL`);
-      const request = {
-        origin: m[1],
-        path: m[2] === '' ? '/' : m[2],
-        method: String(method).toUpperCase(),
-        headers: { ...this.baseHeaders, ...lowerKeys(headers) },
-        body: json === undefined ? body : JSON.stringify(json),
-        signal,
-        idempotent: route.idempotent,
-        group,
-      };
-      const outcome = await this.breakers.run(request.origin, subtype, async () => {
-        const res = await this.exchange(request, auth, deadlineAt);
-        if (res.kind !== undefined) return res;
-        // A 5xx, 401 or 403 counts against the origin as it does for a route; the handler still gets the answer.
-        const { status } = res;
-        let failure = null;
-        if (status === 401 || status === 403) failure = this.unauthorized(status, request.origin);
-        else if (status >= 500) failure = this.httpFailure(status, request.origin);
-        else this.health.success();
-        return { kind: failure === null ? KIND.OK : KIND.HOST_ERROR, blame: failure !== null, response: res };
-      });
-      if (outcome.response === undefined) throw new BackendRequestError(outcome);
-      const { status, text } = outcome.response;
-      return { status, text, json: () => JSON.parse(text) };
+    const from = {
+      route, subtype, signal, deadlineAt, group, auth,
     };
+    // Its rejections are marked as the calling handler's: one it does not await is attributed to its route.
+    return (url, options) => {
+      const call = currentCall();
+      return this.handlerRequest(from, url, options).catch((err) => {
+        throw markError(err, call);
+      });
+    };
+  }
+
+  /** One ctx.request (requestFor); from: the route and query it is made for. */
+  async handlerRequest(from, url, {
+    method = 'GET', headers = {}, body, json,
+  } = {}) {
+    const m = /^(https?:\/\/[^/?#]+)(.*)$/.exec(String(url));
+    if (m === null) throw new TypeError(`ctx.request: ${url} is not an http:// or https:// URL`);
+    const request = {
+      origin: m[1],
+      path: m[2] === '' ? '/' : m[2],
+      method: String(method).toUpperCase(),
+      headers: { ...this.baseHeaders, ...lowerKeys(headers) },
+      body: json === undefined ? body : JSON.stringify(json),
+      signal: from.signal,
+      idempotent: from.route.idempotent,
+      group: from.group,
+    };
+    const outcome = await this.breakers.run(request.origin, from.subtype, async () => {
+      const res = await this.exchange(request, from.auth, from.deadlineAt);
+      if (res.kind !== undefined) return res;
+      // A 5xx, 401 or 403 counts against the origin as it does for a route; the handler still gets the answer.
+      const { status } = res;
+      let failure = null;
+      if (status === 401 || status === 403) failure = this.unauthorized(status, request.origin);
+      else if (status >= 500) failure = this.httpFailure(status, request.origin);
+      else this.health.success();
+      return { kind: failure === null ? KIND.OK : KIND.HOST_ERROR, blame: failure !== null, response: res };
+    });
+    if (outcome.response === undefined) throw new BackendRequestError(outcome);
+    const { status, text } = outcome.response;
+    return { status, text, json: () => JSON.parse(text) };
   }
 
   /**

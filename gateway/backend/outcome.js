@@ -29,6 +29,7 @@ const REASON = Object.freeze({
   CIRCUIT_OPEN: 'circuit_open', // the origin's circuit is open: not asked
   NO_BACKEND: 'no_backend',
   MODULE_ERROR: 'module_error', // a handler module threw
+  BAD_ANSWER: 'bad_answer', // a handler module answered something that is not an object (a REST body: bad_json)
   BAD_PLACEHOLDER: 'bad_placeholder', // app error: a URL placeholder value unusable as a path segment
   INTERNAL: 'internal', // a bug of ours, logged
 });

@@ -34,6 +34,7 @@ const { startAdmin } = require('./admin');
 const { RecentLines, ProcessStatus, mergeStatus } = require('./status');
 const { createLogger } = require('../../lib/logger');
 const { compileConfig } = require('../config');
+const { guardProcess } = require('./process-guard');
 
 const { OperatorError, listenError } = require('../../lib/errors');
 
@@ -51,6 +52,7 @@ const CUMULATIVE = new Set(['counter', 'histogram']);
 /** Worker side: a gateway without its own admin port; answers the primary's questions. */
 async function runWorker(config) {
   const log = createLogger({ component: `gateway[${process.pid}]`, ...config.log });
+  guardProcess(log); // a handler's escaped error costs its route a log line, never this worker
   const metrics = new Metrics();
   const gateway = new Gateway(config, { log, metrics });
   if (config.warmup) warmup.register(gateway);

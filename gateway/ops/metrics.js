@@ -86,6 +86,13 @@ class Metrics {
       labelNames: ['reason'],
       registers,
     });
+    this.handlerErrors = new client.Counter({
+      name: `${prefix}handler_errors_total`,
+      help: 'Errors of handler modules, by route (subtype) and kind: uncaught_exception and unhandled_rejection (escaped the query: '
+        + 'logged, the gateway goes on), bad_answer (not an object: E_AG_HOST_ERROR1)',
+      labelNames: ['subtype', 'kind'],
+      registers,
+    });
     this.backendAuthRetries = new client.Counter({
       name: `${prefix}backend_auth_retries_total`, help: 'Requests sent again with a new OAuth2 token after the API answered 401', registers,
     });

@@ -210,8 +210,29 @@ function mergeStatus(primary, workers) {
     refused,
     history: { bounds: workers.length > 0 ? workers[0].history.bounds : [], seconds: [...byT.values()].sort((a, b) => a.t - b.t) },
     backend: workers.map((w) => ({ pid: w.processes[0].pid, ...w.backend })),
+    handlers: mergeHandlers(workers.map((w) => w.handlers || {})),
     warnings: [...primary.warnings, ...workers.flatMap((w) => w.warnings)].sort((a, b) => (a.at < b.at ? -1 : 1)).slice(-RECENT_LINES),
   };
+}
+
+/** Handler faults per route over several processes: counts added, the latest error kept. */
+function mergeHandlers(lists) {
+  const out = dict();
+  for (const list of lists) {
+    for (const [subtype, e] of Object.entries(list)) {
+      const m = out[subtype];
+      if (m === undefined) out[subtype] = { ...e };
+      else {
+        m.escaped += e.escaped;
+        m.badAnswers += e.badAnswers;
+        if (e.lastErrorAt !== null && (m.lastErrorAt === null || e.lastErrorAt > m.lastErrorAt)) {
+          m.lastError = e.lastError;
+          m.lastErrorAt = e.lastErrorAt;
+        }
+      }
+    }
+  }
+  return out;
 }
 
 module.exports = {
