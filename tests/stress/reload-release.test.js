@@ -4,7 +4,7 @@
 // handler holds a 4 MB table leave its heap (after a full collection) within 20 MB of where it started.
 
 const assert = require('node:assert/strict');
-const { reloadMany } = require('../gateway/reload-release.test');
+const { reloadMany } = require('../helpers/reload-heap');
 
 const MB = 1024 * 1024;
 
