@@ -11,6 +11,8 @@
 //     the breaker, the resolver, the handle), in a process where no AsyncLocalStorage ever ran,
 //     and in one where one did: on Node 20, the first AsyncLocalStorage.run turns V8's promise
 //     hooks on for every promise of the process.
+//   - fit, 200,000 ECC entries / eccArrays elements: one handler answer that large made into a
+//     QUERY_RESP of 8 KiB (answer/fit.js, answer/writer.js), the time every session waits meanwhile.
 // Each case runs in its own child process, so that one case's promise hooks never slow another.
 // Prints µs per query (median of REPEATS runs) and writes bench/results/containment.json.
 
@@ -48,10 +50,26 @@ const CASES = {
     new AsyncLocalStorage().run('cust', () => {}); // a handler ran once in this process
     for (let i = 0; i < N / 10; i++) await hop(HOPS);
   },
+  'fit, 200,000 ECC entries': () => fitCase(() => ({ ecc: Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`user.e${i}`, `v${i}`])) })),
+  'fit, 200,000 eccArrays elements': () => fitCase(() => ({
+    eccArrays: Array.from({ length: 200_000 }, (_, i) => ({ name: 'user.list', index: i % 256, value: `v${i}` })),
+  })),
   worker: () => workerCase(1),
   'worker, 64 in flight': () => workerCase(64),
 };
-const PER_QUERY = { 'rest path, hooks off': N / 10, 'rest path, hooks on': N / 10 };
+const FITS = 5;
+const PER_QUERY = {
+  'rest path, hooks off': N / 10, 'rest path, hooks on': N / 10, 'fit, 200,000 ECC entries': FITS, 'fit, 200,000 eccArrays elements': FITS,
+};
+
+let answerOnce = null;
+/** FITS answers of one (made once, unmeasured, as a handler keeping a table would) fitted to 8 KiB frames. */
+async function fitCase(make) {
+  const { ReplyWriter } = require('../gateway/answer/writer');
+  if (answerOnce === null) answerOnce = make();
+  const writer = new ReplyWriter({ maxBody: 8192 });
+  for (let i = 0; i < FITS; i++) writer.queryResp({ invokeId: i }, answerOnce);
+}
 
 async function workerCase(depth) {
   const { Worker } = require('node:worker_threads');
