@@ -126,7 +126,10 @@ class HandlerFaults {
     e.badAnswers++;
     e.lastError = `bad answer: ${what}, not an object`;
     e.lastErrorAt = Date.now();
-    if (this.metrics !== null) this.metrics.handlerErrors.labels(logText(scope.subtype), 'bad_answer').inc();
+    if (this.metrics !== null) {
+      this.metrics.handlerErrors.labels(logText(scope.subtype), 'bad_answer').inc();
+      this.metrics.backendFailures.labels('bad_answer').inc(); // beside a REST body's bad_json
+    }
     const n = this.throttle.hit(`bad ${scope.subtype}`);
     if (n && this.log !== null) {
       this.log.error(`handler module answered ${what}, not an object: the router gets E_AG_HOST_ERROR1`, {

@@ -138,6 +138,7 @@ describe('a handler module\'s bugs', function () {
       const metrics = await stack.gateway.metrics.text();
       assert.match(metrics, /ged145_handler_errors_total\{subtype="careless",kind="bad_answer"\} 6\b/);
       assert.match(metrics, /ged145_queries_total\{subtype="careless",outcome="host_error"\} 6\b/);
+      assert.match(metrics, /ged145_backend_failures_total\{reason="bad_answer"\} 6\b/);
       const { handlers } = await stack.gateway.status();
       assert.equal(handlers.careless.badAnswers, 6);
       assert.equal(handlers.careless.lastError, 'bad answer: nothing, not an object');
