@@ -23,7 +23,7 @@ const { reasonOf } = require('./engines/errors');
 const { hideCallerData } = require('../../lib/redact');
 const { isObject } = require('../../lib/objects');
 const {
-  HandlerFaults, handlerScope, runAs, currentCall, markError,
+  HandlerFaults, handlerScope, dropScope, runAs, currentCall, markError,
 } = require('./user-code');
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
@@ -493,6 +493,7 @@ class Backend {
   }
 
   close() {
+    for (const scope of this.scopes.values()) dropScope(scope);
     this.health.close(); // circuits hold no timers: a probe goes when a call asks for one
     for (const c of this.credentials.values()) c.close();
     return this.engine.close();

@@ -24,7 +24,7 @@ const { text: { printable } } = require('../../lib/protocol');
 
 let storage = null;
 const kCall = Symbol('ged145.handlerCall');
-/** file -> the scope of the route that last loaded it: the stack's fallback. */
+/** file -> the open scopes whose route runs it, the latest last: the stack's fallback. */
 const byFile = new Map();
 
 /**
@@ -35,8 +35,21 @@ function handlerScope(subtype, route, faults, redact = false) {
   const scope = {
     subtype, file: route.file, files: route.files || [route.file], faults, redact,
   };
-  for (const f of scope.files) byFile.set(f, scope);
+  for (const f of scope.files) {
+    if (!byFile.has(f)) byFile.set(f, []);
+    byFile.get(f).push(scope);
+  }
   return scope;
+}
+
+/** A scope whose backend closed (a reload's old one, the warm-up's): no longer named by its files. */
+function dropScope(scope) {
+  for (const f of scope.files) {
+    const list = byFile.get(f) || [];
+    const i = list.indexOf(scope);
+    if (i >= 0) list.splice(i, 1);
+    if (list.length === 0) byFile.delete(f);
+  }
 }
 
 /** fn(...args) as one call of scope's handler for query (the JSON form the handler gets). */
@@ -66,7 +79,7 @@ function callOf(err) {
     if (err === null || typeof err !== 'object') return null;
     if (err[kCall] !== undefined) return err[kCall];
     const { stack } = err;
-    if (typeof stack === 'string') for (const [file, scope] of byFile) if (stack.includes(file)) return { scope, query: null };
+    if (typeof stack === 'string') for (const [file, list] of byFile) if (stack.includes(file)) return { scope: list.at(-1), query: null };
   } catch {
     // a hostile error object (a getter that throws): not attributable
   }
@@ -165,5 +178,5 @@ function describe(answer) {
 const logText = (text) => (text === undefined ? '(none)' : printable(String(text), 64));
 
 module.exports = {
-  handlerScope, runAs, currentCall, markError, callOf, HandlerFaults,
+  handlerScope, dropScope, runAs, currentCall, markError, callOf, HandlerFaults,
 };
