@@ -19,6 +19,7 @@ const BENCHES = [
   ['breaker', 'breaker.js', 'answered with the breaker on vs off: a failing subtype, slow, flapping, a hung first origin'],
   ['memory', 'memory.js', 'RSS idle after start and high-water under 2,000 queries/s for 60 s'],
   ['growth', 'growth.js', 'p50/p99 and CPU per query as sessions, ECC entries and workers grow'],
+  ['compression', 'compression.js', 'what a gzipped answer costs the engine (and the server): CPU per request'],
 ];
 
 const only = process.argv.slice(2);

@@ -12,6 +12,7 @@
 
 const { REASON } = require('./outcome');
 const { messageOf, AuthError } = require('../../lib/errors');
+const { ACCEPT_ENCODING } = require('./engines');
 
 const TOKEN_TIMEOUT_MS = 5000;
 const REFRESH_AT = 0.75; // of the lifetime
@@ -135,7 +136,7 @@ class OAuth2Credentials {
     this.timer = null;
     const { spec } = this;
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
-    const headers = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+    const headers = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING };
     if (spec.clientAuth === 'basic') {
       // RFC 6749 section 2.3.1: each part form-encoded before the Basic encoding.
       const enc = (s) => encodeURIComponent(s).replace(/%20/g, '+');

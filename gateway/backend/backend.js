@@ -8,7 +8,7 @@ const {
   queryJson, fillTemplate, fillBody, encodeSegment, mapResponse,
 } = require('./request');
 const { JSON_FORMAT, NotInFormat, readBody } = require('./formats');
-const { createEngine, engineOptions } = require('./engines');
+const { createEngine, engineOptions, ACCEPT_ENCODING } = require('./engines');
 const { asAbortSignal } = require('./abort');
 const { text: { printable } } = require('../../lib/protocol');
 const { BackendHealth } = require('./health');
@@ -26,7 +26,7 @@ const {
   HandlerFaults, handlerScope, dropScope, runAs, currentCall, markError,
 } = require('./user-code');
 
-const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
+const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json', accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING });
 
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx', '6xx', '7xx', '8xx', '9xx']; // backend_responses_total{class}
 

@@ -11,6 +11,7 @@ const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
 const crypto = require('node:crypto');
+const zlib = require('node:zlib');
 const { spawn, execFileSync } = require('node:child_process');
 const { once } = require('node:events');
 const { tmpDir } = require('./tmp');
@@ -47,16 +48,24 @@ async function waitForPort(port, ms = 10_000) {
 /**
  * The customers API and its token endpoint (plain HTTP on loopback; nginx puts TLS in front).
  * tokenLifetimeS: expires_in of each token; the API itself refuses a token past it, and counts
- * every expired token it was shown (expiredPresented), which must stay 0.
+ * every expired token it was shown (expiredPresented), which must stay 0. gzip: every answer,
+ * the token endpoint's too, gzip-compressed whatever the request's Accept-Encoding says (as some
+ * APIs and their frameworks do).
  */
-async function startCustomerApi({ tokenLifetimeS = 5 } = {}) {
+async function startCustomerApi({ tokenLifetimeS = 5, gzip = false } = {}) {
   const tokens = new Map(); // token -> expiresAt (ms)
   const stats = {
     tokenRequests: 0, tokenRefused: 0, lookups: 0, expiredPresented: 0, unknownToken: 0, noToken: 0,
   };
   let refuseClient = false;
   let refuseTokens = false; // the API answers 401 to every token, valid or not
+  const lookupHeaders = []; // the headers of each GET /customers, in order (the first 10,000)
   const send = (res, status, body) => {
+    if (gzip) {
+      res.writeHead(status, { 'content-type': 'application/json', 'content-encoding': 'gzip', vary: 'accept-encoding' });
+      res.end(zlib.gzipSync(JSON.stringify(body)));
+      return;
+    }
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   };
@@ -83,6 +92,7 @@ async function startCustomerApi({ tokenLifetimeS = 5 } = {}) {
       }
       if (req.method === 'GET' && url.pathname === '/customers') {
         stats.lookups++;
+        if (lookupHeaders.length < 10_000) lookupHeaders.push(req.headers);
         const bearer = /^Bearer (.+)$/.exec(req.headers.authorization || '');
         if (!bearer) {
           stats.noToken++;
@@ -117,6 +127,7 @@ async function startCustomerApi({ tokenLifetimeS = 5 } = {}) {
   return {
     port: server.address().port,
     stats,
+    lookupHeaders,
     /** Every token issued so far is revoked: the API answers 401 to it. */
     revokeAll: () => tokens.clear(),
     refuseClient: (on = true) => { refuseClient = on; },
@@ -128,10 +139,12 @@ async function startCustomerApi({ tokenLifetimeS = 5 } = {}) {
 /**
  * nginx in front of upstreamPort with TLS (cert and key from tests/helpers/certs.js), closing an
  * idle keep-alive connection after keepaliveTimeout and any connection after keepaliveRequests,
- * without a Keep-Alive header (as nginx does unless told otherwise).
+ * without a Keep-Alive header (as nginx does unless told otherwise). clientCa: a client
+ * certificate signed by it is required (ssl_verify_client on; without one nginx answers its own
+ * 400 page). gzip: nginx compresses every answer of any type and size for a client that accepts gzip.
  */
 async function startNginx({
-  upstreamPort, certs, keepaliveTimeout = '2s', keepaliveRequests = 100, tls = true, clientCa = null,
+  upstreamPort, certs, keepaliveTimeout = '2s', keepaliveRequests = 100, tls = true, clientCa = null, gzip = false,
 }) {
   const dir = tmpDir('ged145-nginx-');
   const port = await freePort();
@@ -157,6 +170,7 @@ http {
     ${clientCa ? `ssl_client_certificate ${clientCa};\n    ssl_verify_client on;` : ''}
     keepalive_timeout ${keepaliveTimeout};
     keepalive_requests ${keepaliveRequests};
+    ${gzip ? 'gzip on;\n    gzip_types *;\n    gzip_min_length 1;\n    gzip_proxied any;' : ''}
     location / {
       proxy_pass http://api;
       proxy_http_version 1.1;

@@ -6,11 +6,16 @@ const https = require('node:https');
 const axios = require('axios');
 const { reasonOf, EngineError } = require('./errors');
 const { asAbortSignal } = require('../abort');
+const { codingOf, undecodable } = require('./content-encoding');
+const { REASON } = require('../outcome');
 
 /**
  * axios over keep-alive agents; the body is read as text, at most maxResponseBytes. tls: the
  * backend's secure context and servername (config/backend.js), for every https origin. No proxy:
  * the config refuses backend.proxy with this engine, and the proxy environment is not read.
+ * axios decodes gzip, deflate and br itself, as a stream, and counts maxContentLength on the
+ * decoded bytes (a zip bomb ends as too_large); it leaves Content-Encoding in place only for a
+ * coding it cannot decode, which fails here as the undici engine fails it.
  */
 class Engine {
   constructor({
@@ -44,6 +49,9 @@ class Engine {
     for (let attempt = 0; ; attempt++) {
       try {
         const res = await this.client.request({ url: origin + path, method, headers, data: body, signal: asAbortSignal(signal) });
+        const encoding = res.headers['content-encoding'];
+        const undecoded = encoding === undefined ? null : codingOf(encoding);
+        if (undecoded !== null) throw notDecoded(encoding, started, signal);
         return { status: res.status, text: typeof res.data === 'string' ? res.data : String(res.data) };
       } catch (err) {
         // A reused connection that broke before any answer: once more, as the undici engine does.
@@ -51,6 +59,7 @@ class Engine {
           if (this.onReconnect !== null) this.onReconnect();
           continue;
         }
+        if (err instanceof EngineError) throw err;
         throw new EngineError(reasonOf(err, signal), err, performance.now() - started, signal);
       }
     }
@@ -63,5 +72,13 @@ class Engine {
 }
 
 const BROKEN = new Set(['ECONNRESET', 'EPIPE']);
+
+/** An answer in a coding axios did not decode (it decodes gzip, deflate and br). */
+function notDecoded(encoding, started, signal) {
+  const err = undecodable(encoding);
+  const failure = new EngineError(REASON.ERROR, err, performance.now() - started, signal);
+  failure.detail = err.message; // no code of its own: its words are the detail
+  return failure;
+}
 
 module.exports = { Engine };

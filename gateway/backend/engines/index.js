@@ -7,8 +7,11 @@
 //   engine.close()
 // A failed request rejects with an Error whose `reason` is one of:
 //   'aborted' (deadline or router gone), 'too_large', 'unreachable', 'reset', 'error'.
+// Every engine decodes a compressed answer (Content-Encoding gzip, deflate, br) and applies
+// maxResponseBytes to the decoded size: text is always the answer as the backend meant it.
 
 const { ConfigError } = require('../../../lib/errors');
+const { ACCEPT_ENCODING, DECODABLE } = require('./content-encoding');
 
 const ENGINES = {
   undici: () => require('./undici'),
@@ -35,4 +38,6 @@ function createEngine(name, options) {
   return new Engine(options);
 }
 
-module.exports = { createEngine, engineOptions, ENGINE_NAMES: Object.keys(ENGINES) };
+module.exports = {
+  createEngine, engineOptions, ENGINE_NAMES: Object.keys(ENGINES), ACCEPT_ENCODING, DECODABLE,
+};

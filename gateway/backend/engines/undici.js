@@ -5,6 +5,8 @@ const Pool = require('./undici-parts').load('Pool'); // without undici's index (
 const { proxyFor, tunnelConnector, proxyAuthorization } = require('./proxy');
 const { HostNames } = require('./dns');
 const { reasonOf, EngineError } = require('./errors');
+const { codingOf, Decoding } = require('./content-encoding');
+const { REASON } = require('../outcome');
 
 /**
  * undici: one keep-alive Pool per backend origin, bounded response size. Requests go through
@@ -16,6 +18,10 @@ const { reasonOf, EngineError } = require('./errors');
  * queued request without destroying the connection it is handed to (its abort closes the socket),
  * so a burst whose tail missed its deadline would tear down the pool just when it is needed.
  * A request aborted while it waits here is settled at once and never dispatched.
+ *
+ * A compressed answer (Content-Encoding gzip, deflate or br) is decoded as it arrives, with
+ * maxResponseBytes applied to the decoded size (content-encoding.js); undici's own limit still
+ * applies to the bytes as sent. An answer without Content-Encoding costs one header lookup more.
  */
 class Engine {
   /**
@@ -32,6 +38,7 @@ class Engine {
     this.options = {
       connections, maxResponseSize: maxResponseBytes, keepAliveTimeout, keepAliveTimeoutThreshold: KEEP_ALIVE_MARGIN_MS, pipelining: 1,
     };
+    this.maxResponseBytes = maxResponseBytes;
     this.tls = tls;
     this.proxy = proxy;
     this.onReconnect = onReconnect;
@@ -75,7 +82,7 @@ class Engine {
       const opts = o.absolute === null ? {
         path, method, headers, body,
       } : o.absolute.opts(path, method, headers, body);
-      const handler = new Collect(signal, resolve, reject, opts, idempotent ? o : null, this.onReconnect, group);
+      const handler = new Collect(signal, resolve, reject, opts, idempotent ? o : null, this.onReconnect, group, this.maxResponseBytes);
       if (signal && signal.aborted) {
         handler.onResponseError(null, signal.reason);
         return;
@@ -193,7 +200,7 @@ class Collect {
    * origin: where to send it again if its connection breaks before an answer (null: never, the
    * route is not idempotent); group: whose request it is (Origin's fair share).
    */
-  constructor(signal, resolve, reject, opts, origin, onReconnect, group) {
+  constructor(signal, resolve, reject, opts, origin, onReconnect, group, maxBytes) {
     this.opts = opts;
     this.origin = origin;
     this.onReconnect = onReconnect;
@@ -206,11 +213,15 @@ class Collect {
     this.chunks = [];
     this.settled = false;
     this.group = group;
+    this.maxBytes = maxBytes;
+    this.decoding = null; // a Decoding while a compressed answer is read and decoded
+    this.ended = false; // the last byte arrived while its decoding goes on
     if (signal) signal.addEventListener('abort', this);
   }
 
   handleEvent() {
-    if (this.controller !== null) this.controller.abort(this.signal.reason);
+    // Once the answer is in, only its decoding may still be running: undici has nothing to abort.
+    if (this.controller !== null && !this.ended) this.controller.abort(this.signal.reason);
     else this.onResponseError(null, this.signal.reason);
   }
 
@@ -220,15 +231,46 @@ class Collect {
     if (this.signal && this.signal.aborted) controller.abort(this.signal.reason);
   }
 
-  onResponseStart(controller, statusCode) {
+  onResponseStart(controller, statusCode, headers) {
     this.status = statusCode;
+    const encoding = headers['content-encoding'];
+    if (encoding !== undefined) this.decode(controller, encoding);
+  }
+
+  /** The answer is compressed: its chunks go through a Decoding, which settles the request. */
+  decode(controller, encoding) {
+    const coding = codingOf(encoding);
+    if (coding === null) return;
+    if (coding instanceof Error) {
+      if (this.finish()) {
+        const failure = new EngineError(REASON.ERROR, coding, performance.now() - this.sentAt, this.signal);
+        failure.detail = coding.message; // no code of its own: its words are the detail
+        this.reject(failure);
+      }
+      controller.abort(coding); // nothing more of it is read
+      return;
+    }
+    this.decoding = new Decoding(coding, this.maxBytes, (err, body) => {
+      if (err === null) {
+        if (this.finish()) this.resolve({ status: this.status, text: body.toString() });
+        return;
+      }
+      this.fail(err);
+      if (!this.ended) controller.abort(err); // too large or corrupt: the rest is not read
+    });
   }
 
   onResponseData(controller, chunk) {
-    this.chunks.push(chunk);
+    if (this.decoding === null) this.chunks.push(chunk);
+    else this.decoding.write(chunk);
   }
 
   onResponseEnd() {
+    if (this.decoding !== null) {
+      this.ended = true;
+      this.decoding.end();
+      return;
+    }
     if (!this.finish()) return;
     const { chunks } = this;
     const text = chunks.length === 1 ? chunks[0].toString() : Buffer.concat(chunks).toString();
@@ -245,6 +287,10 @@ class Collect {
       origin.dispatch(this);
       return;
     }
+    this.fail(err);
+  }
+
+  fail(err) {
     if (!this.finish()) return;
     const onWireMs = this.sentAt < 0 ? -1 : performance.now() - this.sentAt;
     this.reject(new EngineError(reasonOf(err, this.signal), err, onWireMs, this.signal));
@@ -254,6 +300,7 @@ class Collect {
     if (this.settled) return false;
     this.settled = true;
     if (this.signal) this.signal.removeEventListener('abort', this);
+    if (this.decoding !== null) this.decoding.destroy();
     return true;
   }
 }
