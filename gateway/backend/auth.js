@@ -3,22 +3,30 @@
 // How backend requests authenticate (backend.auth, routes.<subtype>.auth; compiled and checked by
 // config/backend.js). Basic and bearer credentials are one header made once. OAuth2 is the
 // client-credentials grant (RFC 6749 section 4.4): the token is fetched at start, cached, and
-// fetched again in the background when three quarters of its lifetime have passed, so queries
-// find a valid token waiting and none but the very first waits for one. One fetch at a time,
-// however many queries wait (single flight). A token is never presented in the last tenth of its
-// lifetime (at most a second), the time a request may take to reach the API. A failed fetch is
-// tried again after 1, 2, 4 ... 30 s, and is the token endpoint's failure (auth_failed), never
-// the API's: it is not counted against the API's circuit.
+// fetched again in the background when three quarters of its lifetime have passed (at most a day
+// later: a timer past setTimeout's 2^31-1 ms fires at once), so queries find a valid token waiting
+// and none but the very first waits for one. One fetch at a time, however many queries wait
+// (single flight), and never two within a second, whatever expires_in says. A token is never
+// presented in the last tenth of its lifetime (at most a second), the time a request may take to
+// reach the API. A failed fetch is tried again after 1, 2, 4 ... 30 s, by a timer: until then
+// queries fail at once without a token request, whatever their rate, so that an identity provider
+// in trouble (or one that locks out a client it refuses) sees a handful of requests, not one per
+// query. It is the token endpoint's failure (auth_failed), never the API's: it is not counted
+// against the API's circuit.
 
 const { REASON } = require('./outcome');
 const { messageOf, AuthError } = require('../../lib/errors');
+const { text: { printable } } = require('../../lib/protocol');
 const { ACCEPT_ENCODING } = require('./engines');
 
 const TOKEN_TIMEOUT_MS = 5000;
 const REFRESH_AT = 0.75; // of the lifetime
+const MAX_REFRESH_MS = 24 * 3600 * 1000; // a day: well below setTimeout's 2^31-1 ms (24.8 days)
+const MIN_GAP_MS = 1000; // between two token requests, whatever the lifetime
 const MAX_MARGIN_MS = 1000;
 const RETRY_MS = [1000, 2000, 4000, 8000, 15_000, 30_000];
 const RENEW_EVERY_MS = 5000;
+const MAX_ERROR_CHARS = 200; // of a token endpoint's error text, in /ready and the log
 
 /** basic and bearer: one Authorization header, made once. */
 class StaticCredentials {
@@ -72,12 +80,15 @@ class OAuth2Credentials {
     this.usableUntil = 0;
     this.expiresAt = 0;
     this.fetchedAt = 0;
+    this.notBefore = -Infinity; // no token request on a query's demand before this (back-off, MIN_GAP_MS)
+    this.refused = null; // the AuthError queries get while a failure is being waited out
     this.inflight = null;
     this.timer = null;
     this.failures = 0;
     this.lastError = null;
     this.fetches = 0;
     this.renewedAt = -Infinity; // the last token dropped after a 401
+    this.warnedShortLife = false;
     this.closed = false;
     this.fetch().catch(() => {}); // at start: a failure is logged and tried again, never a refused start
   }
@@ -87,10 +98,15 @@ class OAuth2Credentials {
     return null;
   }
 
-  /** The header, fetching a token first if none is usable; rejects with AuthError, or when signal aborts. */
+  /**
+   * The header, fetching a token first if none is usable; rejects with AuthError, or when signal
+   * aborts. While a failed fetch is waited out (or within a second of the last fetch) it rejects
+   * at once: the retry timer, not the queries, decides when the token endpoint is asked again.
+   */
   async wait(signal) {
     const h = this.header();
     if (h !== null) return h;
+    if (this.inflight === null && this.now() < this.notBefore) throw this.refusal();
     const fetching = this.inflight || this.fetch();
     if (!signal) return fetching;
     return new Promise((resolve, reject) => {
@@ -109,7 +125,8 @@ class OAuth2Credentials {
    * dropped and a new one fetched; true when a retry with the new token makes sense. A token
    * fetched for a 401 that meets a 401 again says the API refuses this client, not the token:
    * no other is fetched for RENEW_EVERY_MS, so an API that refuses every token costs the token
-   * endpoint one request per RENEW_EVERY_MS, not one per query.
+   * endpoint one request per RENEW_EVERY_MS, not one per query. While the token endpoint itself
+   * fails, the token is dropped and none fetched: its retry timer decides.
    */
   renew(used) {
     if (this.value !== used) return true; // already replaced, or being replaced: retry with that one
@@ -118,8 +135,20 @@ class OAuth2Credentials {
     this.renewedAt = now;
     this.value = null;
     this.usableUntil = 0;
-    if (this.inflight === null) this.fetch().catch(() => {});
+    if (this.inflight !== null) return true;
+    if (this.refused !== null && now < this.notBefore) return false; // the token endpoint is being waited out: its retry timer asks it
+    this.fetch().catch(() => {});
     return true;
+  }
+
+  /**
+   * Why a query gets no token now, without a token request: the last failure, or a token that
+   * expired (or was refused) within MIN_GAP_MS of its request.
+   */
+  refusal() {
+    if (this.refused !== null) return this.refused;
+    const inMs = Math.max(0, Math.ceil(this.notBefore - this.now()));
+    return new AuthError(`no usable token (the last one expired or was refused); the token endpoint is asked again in ${inMs} ms`, REASON.AUTH_FAILED);
   }
 
   /** One token request at a time: its promise resolves with the new header. */
@@ -148,6 +177,7 @@ class OAuth2Credentials {
     if (spec.scope) form.set('scope', spec.scope);
     if (spec.audience) form.set('audience', spec.audience);
     const sentAt = this.now();
+    this.notBefore = sentAt + MIN_GAP_MS;
     this.fetches++;
     let problem;
     try {
@@ -163,18 +193,22 @@ class OAuth2Credentials {
       if (this.failures > 0 && this.log) this.log.info(`backend token endpoint answers again (${this.origin})`, { failedRequests: this.failures });
       this.failures = 0;
       this.lastError = null;
+      this.refused = null;
       return this.value;
     }
     if (this.metrics) this.metrics.tokenRequests.labels('error').inc();
     this.failures++;
     this.lastError = problem;
+    const retryMs = RETRY_MS[Math.min(this.failures - 1, RETRY_MS.length - 1)];
+    this.notBefore = this.now() + retryMs;
+    this.refused = new AuthError(`backend token request failed: ${problem}`, REASON.AUTH_FAILED);
     if (this.log && (this.failures === 1 || this.failures % 10 === 0)) {
       this.log.warn(`backend token request failed: ${problem}; queries for this backend get E_AG_HOST_ERROR1 (auth_failed) until a token is had`, {
         tokenUrl: spec.tokenUrl, clientId: spec.clientId, failures: this.failures,
       });
     }
-    this.schedule(RETRY_MS[Math.min(this.failures - 1, RETRY_MS.length - 1)]);
-    throw new AuthError(`backend token request failed: ${problem}`, REASON.AUTH_FAILED);
+    this.schedule(retryMs);
+    throw this.refused;
   }
 
   /** A token endpoint's answer -> null when a token was taken, else what was wrong with it. */
@@ -185,15 +219,13 @@ class OAuth2Credentials {
     } catch {
       // described below
     }
-    if (status !== 200) {
-      if (json === null || typeof json.error !== 'string') return `the token endpoint answered HTTP ${status}`;
-      const more = typeof json.error_description === 'string' ? ` (${json.error_description.slice(0, 200)})` : '';
-      return `the token endpoint answered HTTP ${status}: ${json.error.slice(0, 100)}${more}`;
-    }
+    if (status !== 200) return `the token endpoint answered HTTP ${status}${errorText(json, text)}`;
     if (json === null || typeof json.access_token !== 'string' || json.access_token === '' || /[\r\n]/.test(json.access_token)) {
       return 'the token endpoint\'s answer has no access_token';
     }
-    if (json.token_type !== undefined && String(json.token_type).toLowerCase() !== 'bearer') return `token_type ${json.token_type} is not Bearer`;
+    if (json.token_type !== undefined && String(json.token_type).toLowerCase() !== 'bearer') {
+      return `token_type ${printable(json.token_type, 40)} is not Bearer`;
+    }
     const lifetimeMs = Number(json.expires_in) > 0 ? Number(json.expires_in) * 1000 : null;
     this.value = `Bearer ${json.access_token}`;
     this.fetchedAt = sentAt;
@@ -205,8 +237,18 @@ class OAuth2Credentials {
     }
     this.expiresAt = sentAt + lifetimeMs;
     this.usableUntil = this.expiresAt - Math.min(MAX_MARGIN_MS, lifetimeMs / 10);
-    this.schedule(lifetimeMs * REFRESH_AT - (this.now() - sentAt));
+    if (lifetimeMs < MIN_GAP_MS) this.warnShortLife(json.expires_in);
+    const refreshAt = sentAt + Math.max(MIN_GAP_MS, Math.min(MAX_REFRESH_MS, lifetimeMs * REFRESH_AT));
+    this.schedule(refreshAt - this.now());
     return null;
+  }
+
+  /** Once: tokens that live less than MIN_GAP_MS leave queries without one for most of each second. */
+  warnShortLife(expiresIn) {
+    if (this.warnedShortLife || this.log === null) return;
+    this.warnedShortLife = true;
+    this.log.warn(`the token endpoint's tokens live ${printable(expiresIn, 20)} s (expires_in): a token is fetched at most once a second, `
+      + 'so queries between its expiry and the next get E_AG_HOST_ERROR1 (auth_failed)', { tokenUrl: this.spec.tokenUrl });
   }
 
   schedule(ms) {
@@ -243,9 +285,29 @@ class OAuth2Credentials {
   }
 }
 
+/**
+ * What a refusing token endpoint said, for /ready and the log: OAuth2's error and
+ * error_description (RFC 6749 section 5.2), else the body itself (a proxy's or a load balancer's
+ * page: its title, or its text without tags), on one printable line; '' when there is nothing.
+ */
+function errorText(json, text) {
+  if (json !== null && typeof json === 'object' && typeof json.error === 'string') {
+    const more = typeof json.error_description === 'string' ? ` (${oneLine(json.error_description)})` : '';
+    return `: ${shorten(`${oneLine(json.error)}${more}`)}`;
+  }
+  if (typeof text !== 'string' || text.trim() === '') return '';
+  const title = /<title[^>]*>([^<]*)<\/title>/i.exec(text);
+  const words = title !== null && title[1].trim() !== '' ? title[1] : text.replace(/<[^>]*>/g, ' ');
+  const line = shorten(oneLine(words));
+  return line === '' ? '' : `: ${line}`;
+}
+
+const oneLine = (s) => printable(s.replace(/\s+/g, ' ').trim());
+const shorten = (s) => (s.length > MAX_ERROR_CHARS ? `${s.slice(0, MAX_ERROR_CHARS - 3)}...` : s);
+
 /** The credentials for a compiled AuthSpec. */
 function createCredentials(spec, deps) {
   return spec.type === 'oauth2' ? new OAuth2Credentials(spec, deps) : new StaticCredentials(spec);
 }
 
-module.exports = { createCredentials };
+module.exports = { createCredentials, errorText };
