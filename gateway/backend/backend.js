@@ -25,6 +25,7 @@ const { isObject } = require('../../lib/objects');
 const {
   HandlerFaults, handlerScope, dropScope, runAs, currentCall, markError,
 } = require('./user-code');
+const { CredentialScope } = require('./scope');
 
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json', accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING });
 
@@ -73,6 +74,8 @@ class Backend {
     this.strategy = config.backend.strategy;
     this.nextTarget = 0; // round robin position for 'balance'
     this.setBaseUrl(config.backend.url);
+    // backend.headers and backend.auth go to backend.url's origins only, and to a route that asks for them (scope.js).
+    this.scope = new CredentialScope(this.targets.map((t) => t.origin));
     this.baseHeaders = { ...JSON_HEADERS, ...runtime.headers };
     const availability = config.availability || { breaker: { enabled: false }, retry: { enabled: false, minRemainingMs: 0 } };
     this.retry = availability.retry;
@@ -103,9 +106,30 @@ class Backend {
       }
       return c;
     };
-    this.auth = credentialsFor(runtime.auth);
-    this.routeAuth = new Map(); // compiled route -> its credentials (null: none)
-    for (const route of this.routes.values()) if (route.kind !== 'contract') this.routeAuth.set(route, credentialsFor(route.auth));
+    // backend.auth is fetched (a token) only when some request may carry it.
+    const routeList = [...this.routes.values()].filter((r) => r.kind !== 'contract');
+    const used = this.targets.length > 0 || routeList.some((r) => r.backendCredentials && !r.ownAuth);
+    this.auth = used ? credentialsFor(runtime.auth) : null;
+    this.routeSend = new Map(); // compiled route -> {headers, auth}: a REST route's, whole; a module's own auth (undefined: none of its own)
+    const bare = [];
+    for (const route of routeList) {
+      const own = route.ownAuth ? credentialsFor(route.auth) : undefined;
+      if (route.kind === 'module') {
+        this.routeSend.set(route, { headers: null, auth: own });
+        continue;
+      }
+      const trusted = route.backendCredentials || this.scope.includes(route.template.origin);
+      const headers = trusted ? this.baseHeaders : JSON_HEADERS;
+      this.routeSend.set(route, {
+        headers: route.headers === null ? headers : { ...headers, ...route.headers },
+        auth: own !== undefined ? own : trusted ? this.auth : null,
+      });
+      if (!trusted && own === undefined && route.headers === null) bare.push(route.template.origin);
+    }
+    if (bare.length > 0 && log !== null && (runtime.auth !== null || Object.keys(runtime.headers).length > 0)) {
+      log.warn(`backend.headers and backend.auth go to backend.url's origins only: ${[...new Set(bare)].join(', ')} get neither. `
+        + 'A route whose API needs them sets "backendCredentials": true (or its own "auth" or "headers")');
+    }
     this.origins = new Map(); // origin -> OriginStats, for /status
     // Each module route's scope: what its escaped errors are attributed to (user-code.js).
     this.faults = faults || new HandlerFaults({ log, metrics });
@@ -200,13 +224,12 @@ class Backend {
 
   callRoute(route, q, signal, deadlineAt) {
     const path = fillTemplate(route.template, q);
-    const headers = route.headers === null ? this.baseHeaders : { ...this.baseHeaders, ...route.headers };
+    const { headers, auth } = this.routeSend.get(route);
     const body = route.body !== null ? fillBody(route.body, q) : route.sendBody ? JSON.stringify(queryJson(q)) : undefined;
     const origin = route.template.origin;
     const request = {
       origin, path, method: route.method, headers, body, signal, idempotent: route.idempotent, group: signal.group,
     };
-    const auth = this.routeAuth.get(route);
     if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, q.subtype, () => this.send(request, route, auth, deadlineAt));
     // routes.<subtype>.timeoutMs: this route gives up sooner than the query deadline.
     request.signal = AbortSignal.any([asAbortSignal(signal), AbortSignal.timeout(route.timeoutMs)]);
@@ -251,14 +274,16 @@ class Backend {
 
   /**
    * ctx.request for a handler module: an HTTP request through this backend (its engine, TLS, proxy
-   * and keep-alive retry; the route's auth; the origin's circuit, metrics and health). Resolves
-   * {status, text, json()} for any HTTP answer; rejects with a BackendRequestError (its `reason`
-   * one of outcome.js's) when there is none, which the handler may catch or let through.
+   * and keep-alive retry; the route's own auth; the origin's circuit, metrics and health). The
+   * backend's own headers and auth go only to backend.url's origins, unless the route asks for
+   * them everywhere (scope.js). Resolves {status, text, json()} for any HTTP answer; rejects with a
+   * BackendRequestError (its `reason` one of outcome.js's) when there is none, which the handler
+   * may catch or let through.
    */
   requestFor(route, subtype, signal, deadlineAt, group) {
-    const auth = this.routeAuth.get(route);
+    const own = this.routeSend.get(route).auth;
     const from = {
-      route, subtype, signal, deadlineAt, group, auth,
+      route, subtype, signal, deadlineAt, group, own,
     };
     // Its rejections are marked as the calling handler's: one it does not await is attributed to its route.
     return (url, options) => {
@@ -275,18 +300,20 @@ class Backend {
   } = {}) {
     const m = /^(https?:\/\/[^/?#]+)(.*)$/.exec(String(url));
     if (m === null) throw new TypeError(`ctx.request: ${url} is not an http:// or https:// URL`);
+    const trusted = from.route.backendCredentials || this.scope.includes(m[1]);
+    const auth = from.own !== undefined ? from.own : trusted ? this.auth : null;
     const request = {
       origin: m[1],
       path: m[2] === '' ? '/' : m[2],
       method: String(method).toUpperCase(),
-      headers: { ...this.baseHeaders, ...lowerKeys(headers) },
+      headers: { ...(trusted ? this.baseHeaders : JSON_HEADERS), ...lowerKeys(headers) },
       body: json === undefined ? body : JSON.stringify(json),
       signal: from.signal,
       idempotent: from.route.idempotent,
       group: from.group,
     };
     const outcome = await this.breakers.run(request.origin, from.subtype, async () => {
-      const res = await this.exchange(request, from.auth, from.deadlineAt);
+      const res = await this.exchange(request, auth, from.deadlineAt);
       if (res.kind !== undefined) return res;
       // A 5xx, 401 or 403 counts against the origin as it does for a route; the handler still gets the answer.
       const { status } = res;

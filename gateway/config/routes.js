@@ -36,8 +36,9 @@ function routeAvailability(route, top) {
 
 /**
  * One route, as the schema accepted it (schema.js, ROUTE: its kind, its keys, their types), compiled.
- * auth: the top level's compiled backend.auth (a route without its own uses it); env: for ${NAME}
- * in headers and secrets; fresh: load a handler module anew (a reload).
+ * auth: the top level's compiled backend.auth (a route without its own uses it, on backend.url's
+ * origins or with backendCredentials: backend/scope.js); env: for ${NAME} in headers and
+ * secrets; fresh: load a handler module anew (a reload).
  */
 function compileRoute(route, {
   baseDir, deadlineMs, availability = DEFAULT_AVAILABILITY, auth = null, env = process.env, fresh = false,
@@ -46,9 +47,12 @@ function compileRoute(route, {
   const timeoutMs = route.timeoutMs === undefined ? deadlineMs : route.timeoutMs;
   const settings = routeAvailability(route, availability);
   if (route.module === undefined && route.url === undefined) return { kind: 'contract', ...settings }; // its own fallback, cache or breaker
+  const ownAuth = Object.hasOwn(route, 'auth');
   const common = {
     timeoutMs: Math.min(timeoutMs, deadlineMs),
-    auth: Object.hasOwn(route, 'auth') ? compileAuth(route.auth, 'auth', { baseDir, env }) : auth,
+    auth: ownAuth ? compileAuth(route.auth, 'auth', { baseDir, env }) : auth,
+    ownAuth,
+    backendCredentials: route.backendCredentials === true,
     idempotent: route.idempotent !== false,
   };
   if (route.module !== undefined) {

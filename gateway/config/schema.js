@@ -148,7 +148,7 @@ const DEFINITIONS = {
 // default contract with settings of its own (only fallback, cache, breaker), or a REST call
 // ({url, ...}). config/routes.js compiles a route by its kind and checks nothing the schema says.
 const AVAILABILITY_KEYS = ['fallback', 'cache', 'breaker'];
-const MODULE_ROUTE_KEYS = ['module', 'timeoutMs', 'auth', 'idempotent', ...AVAILABILITY_KEYS];
+const MODULE_ROUTE_KEYS = ['module', 'timeoutMs', 'auth', 'backendCredentials', 'idempotent', ...AVAILABILITY_KEYS];
 /** A key a route of this kind does not take: "routes.x: unknown key 'url'" (validate.js), with a guess among the kind's keys. */
 const onlyKeys = (keys, kind) => ({ propertyNames: { enum: keys }, 'x-kind': kind });
 const ROUTE = {
@@ -170,10 +170,15 @@ const ROUTE = {
   properties: {
     method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'get', 'post', 'put', 'patch', 'delete'] },
     url: { type: 'string', description: 'URL template: {clid}, {vars.1}, {ecc.NAME}... in the path and query' },
-    headers: { type: 'object', additionalProperties: { type: 'string' } },
+    headers: { type: 'object', additionalProperties: { type: 'string' }, description: "this route's own headers, over backend.headers where those are sent" },
     headerFiles: { type: 'object', additionalProperties: { type: 'string', minLength: 1 }, description: 'header values read from files (secrets)' },
     timeoutMs: { type: 'integer', minimum: 1 },
     auth: { $ref: '#/definitions/auth' },
+    backendCredentials: {
+      type: 'boolean',
+      description: "true: send backend.headers, backend.headerFiles and backend.auth with this route's requests (a module's ctx.request too) "
+        + "although their origin is not backend.url's; by default those go to backend.url's origins only",
+    },
     statuses: {
       type: 'object',
       propertyNames: { pattern: '^[1-5][0-9][0-9]$' },
@@ -276,13 +281,17 @@ const SCHEMA = {
       }),
       connections: int(1, 10_000, 64, { description: 'keep-alive connections per backend origin' }),
       headers: {
-        type: 'object', additionalProperties: { type: 'string' }, default: {}, description: 'sent on every backend request; ${NAME} reads the environment',
+        type: 'object',
+        additionalProperties: { type: 'string' },
+        default: {},
+        description: "sent on every request to backend.url's origins (and a route's with backendCredentials), never elsewhere; ${NAME} reads the environment",
       },
       headerFiles: {
         type: 'object',
         additionalProperties: { type: 'string', minLength: 1 },
         default: {},
-        description: 'headers whose values are secrets, read from files: {"X-Api-Key": "api-key"} ($CREDENTIALS_DIRECTORY first for a relative path)',
+        description: 'headers whose values are secrets, read from files: {"X-Api-Key": "api-key"} ($CREDENTIALS_DIRECTORY first for a relative path); '
+          + "sent where backend.headers are, to backend.url's origins only",
       },
       maxResponseBytes: int(1, 64 * 1024 * 1024, 64 * 1024, { 'x-must': 'must be a positive integer' }),
       keepAliveTimeoutMs: int(100, 600_000, 4000, {
@@ -300,7 +309,11 @@ const SCHEMA = {
           description: "the name to ask for (SNI) and check the certificate against, when not the URL's host",
         },
       }),
-      auth: { $ref: '#/definitions/auth' },
+      auth: {
+        $ref: '#/definitions/auth',
+        description: "how requests to backend.url's origins authenticate (a route's with backendCredentials too; a route's own auth replaces it): "
+          + 'oauth2 (client credentials), basic or bearer; null or false = none',
+      },
       proxy: {
         type: ['string', 'null'],
         default: null,

@@ -18,10 +18,14 @@ const {
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 
 
-/** The route of the issue: GET /customers?phone=..., a nested answer mapped to VAR and ECC tags. */
+/**
+ * The route of the issue: GET /customers?phone=..., a nested answer mapped to VAR and ECC tags.
+ * No backend.url: the route asks for backend.auth (backendCredentials), the API's own credentials.
+ */
 const custRoute = (base) => ({
   method: 'GET',
   url: `${base}/customers?phone={clid}`,
+  backendCredentials: true,
   response: { 'vars.1': 'customer.tier', 'vars.2': 'customer.agentGroup', 'ecc.user.balance': 'customer.balance' },
 });
 
@@ -293,7 +297,8 @@ module.exports = async (query, ctx) => {
 };
 `);
     write('v1');
-    const g = await startGateway({ backend: { tls: { ca: certs.ca }, auth: oauth() }, routes: { cust: { module: handler, timeoutMs: 200 } } }, {
+    const route = { module: handler, timeoutMs: 200, backendCredentials: true };
+    const g = await startGateway({ backend: { tls: { ca: certs.ca }, auth: oauth() }, routes: { cust: route } }, {
       dir, env: { CREDENTIALS_DIRECTORY: dir },
     });
     const client = await WireClient.connect(g.port);

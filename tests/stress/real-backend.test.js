@@ -65,6 +65,7 @@ describe('stress: a real backend over time', function () {
           cust: {
             method: 'GET',
             url: `${nginx.url}/customers?phone={clid}`,
+            backendCredentials: true, // no backend.url: the route asks for backend.auth
             response: { 'vars.1': 'customer.tier', 'vars.2': 'customer.agentGroup', 'ecc.user.balance': 'customer.balance' },
           },
         },
