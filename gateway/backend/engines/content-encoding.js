@@ -12,7 +12,7 @@ const zlib = require('node:zlib');
  * What the gateway asks for, on every backend request and the token endpoint's: answers as they
  * are. A routing answer is a few hundred bytes, which a LAN carries as fast compressed or not
  * (and a WAN too: under TCP's first window of about 14 KB, it is one round trip either way),
- * while decoding one costs the gateway 50-64 us of CPU (about half of what a whole query costs)
+ * while decoding one costs the gateway 50-63 us of CPU (about half of what a whole query costs)
  * and compressing it costs the backend as much again (docs/rest-contract.md, Compressed answers).
  * A route whose answers are large and come over a slow link asks for DECODABLE in its headers.
  * Whatever was asked, an answer that comes compressed is decoded.
