@@ -6,6 +6,7 @@
 
 const fs = require('node:fs');
 const { OperatorError } = require('./errors');
+const { jsonSyntaxFault } = require('./json-syntax');
 
 /** The bytes of `file`, or an OperatorError naming `what` (e.g. "config: des.keyFile"). */
 function readRegularFile(file, { maxBytes, what }) {
@@ -35,19 +36,19 @@ function readRegularFile(file, { maxBytes, what }) {
 }
 
 /**
- * JSON.parse with an error an operator can act on: "line 3, column 7: Unexpected number"
- * instead of a character position.
+ * JSON.parse with an error an operator can act on and may paste anywhere: "line 3, column 17
+ * (key backend.auth.password): a value was expected here ...". Never V8's own message, which quotes
+ * the text around the fault (a secret that lost its quotes, say) into the log and /status.
  */
 function parseJson(text, what) {
   try {
     return JSON.parse(text);
   } catch (err) {
-    const m = /^(.*?) in JSON at position (\d+)/.exec(err.message);
-    if (m === null) throw new OperatorError(`${what} is not valid JSON: ${err.message}`);
-    const before = text.slice(0, Number(m[2]));
-    const line = before.split('\n').length;
-    const column = Number(m[2]) - before.lastIndexOf('\n');
-    throw new OperatorError(`${what} is not valid JSON: line ${line}, column ${column}: ${m[1]}`);
+    if (!(err instanceof SyntaxError)) throw err;
+    const fault = jsonSyntaxFault(text);
+    if (fault === null) throw new OperatorError(`${what} is not valid JSON`); // V8 and the scanner disagree: say no more
+    const where = fault.key === null ? '' : ` (key ${fault.key})`;
+    throw new OperatorError(`${what} is not valid JSON: line ${fault.line}, column ${fault.column}${where}: ${fault.problem}`);
   }
 }
 

@@ -64,7 +64,7 @@ describe('the configuration schema', function () {
     const broken = write('{\n  "deadlineMs": 250,\n  "limits": {,}\n}\n');
     const b = await runCli(['config', 'check', broken]);
     assert.equal(b.code, 1);
-    assert.equal(b.err, `${broken}: not valid JSON: line 3, column 14: Expected property name or '}'\n`);
+    assert.equal(b.err, `${broken}: not valid JSON: line 3, column 14 (key limits): a key in double quotes was expected\n`);
   });
 
   it('loadConfig throws one ConfigError with every problem, each naming its key', () => {

@@ -93,7 +93,7 @@ describe('gateway config: the files an operator names', () => {
   const loadFile = (file, overrides = {}) => loadConfig({ file, env: {}, overrides: { 'backend.url': 'http://crm:8080', ...overrides } });
 
   it('a JSON error says line and column', () => {
-    assert.throws(() => loadFile(write('g.json', '{\n  "deadlineMs": 200,\n  "port" 5000\n}')), /is not valid JSON: line 3, column 10: Unexpected number$/);
+    assert.throws(() => loadFile(write('g.json', '{\n  "deadlineMs": 200,\n  "port" 5000\n}')), /is not valid JSON: line 3, column 10 \(key port\): a colon was expected after the key$/);
   });
 
   it('a file that holds a list, a string or null is refused', () => {
