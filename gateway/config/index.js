@@ -114,6 +114,10 @@ function problemsOf(c, sources = {}) {
   check(isBindAddress(c.admin.host), 'admin.host',
     `must be the address to serve /sessions and /metrics on (127.0.0.1, an internal address), not ${JSON.stringify(c.admin.host)}`);
   check((c.tls.cert === null) === (c.tls.key === null), 'tls', 'needs both cert and key');
+  // Without cert and key the listener is plain TCP: a client CA alone would be an operator's ask
+  // for verified routers answered with no TLS at all.
+  check(c.tls.ca === null || c.tls.cert !== null || c.tls.key !== null, 'tls.ca',
+    'needs tls.cert and tls.key: client certificates are checked only on a TLS listener, and without them the gateway would listen in plain TCP');
   for (const [subtype, route] of Object.entries(c.routes)) {
     check(!hasCredentials(route.url), `routes.${subtype}.url`, CREDENTIALS.replace('"backend": {"headers"', `"routes": {"${subtype}": {"headers"`));
   }
