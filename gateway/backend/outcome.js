@@ -43,6 +43,7 @@ const LABEL = Object.freeze({
   OK: 'ok', CACHED: 'cached', STALE: 'stale', FALLBACK: 'fallback', DUPLICATE: 'duplicate',
   APP_ERROR: 'app_error', HOST_ERROR: 'host_error', DEADLINE: 'deadline', ABORTED: 'aborted',
   LOST: 'lost_router_gone',
+  INVALID_KEY: 'invalid_key', // an encrypted query whose fields do not decrypt: refused, never sent on (session/key-check.js)
 });
 const SOURCE_LABELS = Object.freeze({ cache: LABEL.CACHED, stale: LABEL.STALE, fallback: LABEL.FALLBACK });
 

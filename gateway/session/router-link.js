@@ -117,7 +117,8 @@ class RouterLink {
   /** From the next frame on, tags are decrypted with this cipher (undefined: plain). */
   setCipher(cipher) {
     this.reader.setCipher(cipher);
-    if (this.trace !== null) this.trace.cipher = cipher;
+    // The trace decodes each frame a second time: without the session's hooks, or every field would count twice.
+    if (this.trace !== null) this.trace.cipher = cipher === undefined ? undefined : { ...cipher, onDropped: undefined, onDecrypted: undefined };
   }
 
   // ---- input -------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ const { negotiateOpen } = require('./open');
 const { Replies } = require('./reply');
 const { describeQuery } = require('./redact');
 const { LogThrottle } = require('../../lib/log-throttle');
+const { KeyCheck } = require('./key-check');
 
 let nextSessionId = 1;
 const LIVE = 'live';
@@ -73,6 +74,7 @@ class Session {
     this.connectInfo = undefined;
     this.version = undefined;
     this.encrypted = false;
+    this.keyCheck = null; // an encrypted session: whether its fields decrypt (key-check.js)
     this.idleTimeoutMs = 0;
     this.inflight = new InFlight({
       onDeadline: (p, lateMs) => this.expire(p, lateMs),
@@ -158,6 +160,7 @@ class Session {
    */
   onMessage(msg, size) {
     if (!this.reading) return;
+    if (this.keyCheck !== null && msg.typeId === T.QUERY_REQ) this.judgeFields(msg);
     const receivedAt = this.link.lastRx;
     if (msg.typeId === T.HEARTBEAT_REQ) {
       this.onHeartbeat(msg);
@@ -282,17 +285,38 @@ class Session {
   /** docs/protocol.md, encryption: with a session key every tag of QUERY_REQ, QUERY_RESP and FAILURE_CONF is DES-encrypted. */
   setSessionKey(sessionKey) {
     this.encrypted = sessionKey !== null;
-    const cipher = sessionKey === null ? undefined : des.createSessionCipher(sessionKey, {
-      onDropped: (tag, why) => {
-        this.counters.droppedFields++;
-        const n = this.throttle.hit('dropped-field');
-        if (n) {
-          this.log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: n });
-        }
-      },
-    });
+    this.keyCheck = sessionKey === null ? null : new KeyCheck();
+    const cipher = sessionKey === null ? undefined : des.createSessionCipher(sessionKey, this.keyCheck.hooks());
     this.reply.setCipher(cipher);
     this.link.setCipher(cipher);
+  }
+
+  /**
+   * An encrypted QUERY_REQ, just decoded: a field that did not decrypt is logged (and ignored,
+   * docs/protocol.md section 7); a query whose fields show another key is refused in its turn
+   * (onQuery), and a router with another key is said once for the session (key-check.js).
+   */
+  judgeFields(q) {
+    const verdict = this.keyCheck.judge(q);
+    this.counters.droppedFields += verdict.dropped.length;
+    if (verdict.wrongKeyNow) {
+      this.log.warn('QUERY_REQ fields do not decrypt with this session\'s key: the router and this host have different DES private keys '
+        + '(GED145_DES_KEY or des.keyFile); every query of this session is answered FAILURE_CONF E_AG_INVALID_KEY', {
+        session: this.id, peer: this.peer, droppedFields: this.counters.droppedFields,
+      });
+      return;
+    }
+    if (verdict.refused) {
+      const n = this.throttle.hit('undecryptable-query');
+      if (n) this.log.warn('QUERY_REQ refused (E_AG_INVALID_KEY): its SUBTYPE or most of its fields do not decrypt', { session: this.id, count: n });
+      return;
+    }
+    for (const { tag, why } of verdict.dropped) {
+      const n = this.throttle.hit('dropped-field');
+      if (n) {
+        this.log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: n });
+      }
+    }
   }
 
   onHeartbeat(msg) {
@@ -335,6 +359,12 @@ class Session {
       return;
     }
     this.counters.queries++;
+    if (this.keyCheck !== null && this.keyCheck.refuses(q)) {
+      // Never answered as a success: a FAILURE_CONF, which the router counts toward its ErrorThreshold.
+      this.finishQuery(null, q, LABEL.INVALID_KEY,
+        this.reply.failureConf(q.invokeId, STATUS.E_AG_INVALID_KEY, 'the query\'s fields do not decrypt: the router and this host have different DES keys'));
+      return;
+    }
     if (q.duplicate && this.answerDuplicatesEmpty) {
       this.finishQuery(null, q, LABEL.DUPLICATE, this.serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
       return;

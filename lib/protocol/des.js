@@ -65,14 +65,16 @@ const paddedLength = (length) => Math.ceil(length / BLOCK) * BLOCK;
 const MAX_ENCRYPTED_FIELD = 255 - (255 % BLOCK);
 
 /**
- * The one object an encrypted session passes around: to the reader (decryptField, onDropped for a
- * field that does not decrypt) and to the serializer (encryptField). sessionKey: the 8-byte K.
+ * The one object an encrypted session passes around: to the reader (decryptField; onDropped for a
+ * field that does not decrypt, onDecrypted for one that does) and to the serializer
+ * (encryptField). sessionKey: the 8-byte K.
  */
-function createSessionCipher(sessionKey, { onDropped } = {}) {
+function createSessionCipher(sessionKey, { onDropped, onDecrypted } = {}) {
   return {
     encryptField: (data) => encryptField(sessionKey, data),
     decryptField: (data) => decryptField(sessionKey, data),
     onDropped,
+    onDecrypted,
     maxField: MAX_ENCRYPTED_FIELD,
   };
 }

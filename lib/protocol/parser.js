@@ -176,17 +176,22 @@ function errorText(body, tags, cipher) {
 /**
  * An encrypted session's tag -> its plaintext (padding included), or null: not whole DES
  * blocks, or not ASCII once decrypted (an ECC_ARRAY's index byte aside). Such a field is ignored.
+ * The cipher's onDropped and onDecrypted hear of each: a router with another key shows as fields
+ * that all fail (gateway/session/key-check.js).
  */
 function decryptTag(cipher, body, t) {
   const plain = cipher.decryptField(dataOf(body, t));
-  if (plain !== null) {
-    for (let i = t.tag === TAGS.ECC_ARRAY ? 1 : 0; i < plain.length; i++) {
-      if (plain[i] > 0x7f) {
-        if (cipher.onDropped) cipher.onDropped(t.tag, 'not ASCII after decryption');
-        return null;
-      }
+  if (plain === null) {
+    if (cipher.onDropped) cipher.onDropped(t.tag, 'not a whole number of DES blocks');
+    return null;
+  }
+  for (let i = t.tag === TAGS.ECC_ARRAY ? 1 : 0; i < plain.length; i++) {
+    if (plain[i] > 0x7f) {
+      if (cipher.onDropped) cipher.onDropped(t.tag, 'not ASCII after decryption');
+      return null;
     }
-  } else if (cipher.onDropped) cipher.onDropped(t.tag, 'not a whole number of DES blocks');
+  }
+  if (cipher.onDecrypted) cipher.onDecrypted(t.tag, plain);
   return plain;
 }
 
@@ -236,7 +241,7 @@ function build(typeId, f, body, cipher, profile) {
 /**
  * decode(typeId, body, direction, cipher, profile) -> message. `direction`: 'router-to-host' (a host
  * reading: only router->host types are legal) or 'host-to-router'. `cipher` (des.createSessionCipher:
- * decryptField(Buffer) -> Buffer|null, onDropped(tag, why)) is given on an encrypted session: the
+ * decryptField(Buffer) -> Buffer|null, onDropped(tag, why), onDecrypted(tag, plaintext)) is given on an encrypted session: the
  * tags of QUERY_REQ, QUERY_RESP and FAILURE_CONF are then decrypted first (docs/protocol.md,
  * encryption). `profile`: the wire numbering (profile.js; ours by default). Throws a ProtocolError
  * (a reject) for any frame whose body is wrong; the framing itself is intact, so the stream carries on.

@@ -6,10 +6,10 @@ const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { STATUS, des } = require('../../lib/protocol');
+const { STATUS, des, serialize } = require('../../lib/protocol');
 const { Router } = require('../../simulator/router');
 const { WireClient } = require('../helpers/wire');
-const { startStack } = require('../helpers/stack');
+const { startStack, startTestBackend } = require('../helpers/stack');
 const { makeCerts } = require('../helpers/certs');
 
 const V = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'des-vectors.json'), 'utf8'));
@@ -82,6 +82,64 @@ describe('DES-encrypted sessions', () => {
       assert.ok(plain.log.lines.some((l) => /no key is configured/.test(l.message)));
     } finally {
       await plain.stop();
+    }
+  });
+
+  it('a router with another DES key: every query FAILURE_CONF E_AG_INVALID_KEY, never status 0, the backend never asked; '
+    + 'the router reaches its ErrorThreshold; one line per session', async () => {
+    // A backend that answers 200 to anything, as many do to a blank POST /query: what made every call a success.
+    const api = await startTestBackend((req, res) => res.end(JSON.stringify({ vars: { 1: 'someone' } })));
+    const own = await startStack({ env: { GED145_DES_KEY: KEY }, backendUrl: api.url });
+    try {
+      const router = new Router({
+        targets: [{ host: '127.0.0.1', port: own.port }],
+        desKey: Buffer.from('87654321'),
+        templates: ECHO,
+        seed: 3,
+        settings: { errorThreshold: 10, sessionRetryMs: 20 },
+      });
+      await router.start();
+      await router.runClosedLoop({ window: 4, count: 100 });
+      const s = await router.stop();
+      assert.ok(s.answered >= 50, JSON.stringify(s)); // the rest were in flight when the router dropped its session
+      assert.equal(s.ok, 0, `never answered as a success: ${JSON.stringify(s)}`);
+      assert.deepEqual(Object.keys(s.failures), ['E_AG_INVALID_KEY'], JSON.stringify(s));
+      assert.equal(s.failures.E_AG_INVALID_KEY, s.answered);
+      assert.ok(s.closes['ErrorThreshold (10) consecutive errors'] >= 5, `the router counts them: ${JSON.stringify(s.closes)}`);
+      const metrics = await own.gateway.metrics.text();
+      assert.match(metrics, /ged145_queries_total\{[^}]*outcome="invalid_key"\} \d+/);
+      assert.doesNotMatch(metrics, /ged145_queries_total\{[^}]*outcome="ok"\} [1-9]/);
+      assert.equal(api.requests.length, 0, 'the backend was never asked');
+      const opened = own.log.lines.filter((l) => l.message === 'session opened').length;
+      const said = own.log.lines.filter((l) => /different DES private keys/.test(l.message)).length;
+      assert.ok(opened >= 5);
+      assert.equal(said, opened, 'once per session');
+      assert.equal(own.log.lines.filter((l) => /ignored an encrypted field/.test(l.message)).length, 0, 'no line per field');
+    } finally {
+      await own.stop();
+      await api.close();
+    }
+  });
+
+  it('with the right key, one field that does not decrypt is ignored and the query answered; nothing else is refused', async () => {
+    const c = await WireClient.connect(stack.port);
+    try {
+      c.send(Buffer.from(V.openReq.hex, 'hex'));
+      assert.equal((await c.waitFor((m) => m.invokeId === 1)).type, 'OPEN_CONF');
+      const k = Buffer.from(V.sessionKey, 'hex');
+      const cipher = des.createSessionCipher(k);
+      c.reader.setCipher(cipher);
+      // VAR2 arrives as 5 bytes: not whole DES blocks, dropped; SUBTYPE, CLID and VAR1 decrypt.
+      const encryptField = (data) => (data.toString().startsWith('mangled') ? Buffer.alloc(5, 0xee) : cipher.encryptField(data));
+      const mangled = { ...cipher, encryptField };
+      c.send(serialize.queryReq({
+        invokeId: 9, routerCallDay: 1, routerCallKey: 9, subtype: 'echo', clid: '5550001', vars: { 1: 'acct-9', 2: 'mangled' },
+      }, { nul: true, cipher: mangled }));
+      const r = await c.waitFor((m) => m.invokeId === 9);
+      assert.deepEqual([r.type, r.status, r.vars[1]], ['QUERY_RESP', 0, 'acct-9']);
+      assert.equal(r.vars[2], undefined);
+    } finally {
+      c.close();
     }
   });
 

@@ -8,10 +8,11 @@
   const COLORS = {
     ok: '#15803d', cached: '#0e7490', stale: '#b45309', fallback: '#7c3aed', duplicate: '#65a30d',
     app_error: '#4f46e5', host_error: '#b91c1c', deadline: '#ea580c', aborted: '#6b7280', lost_router_gone: '#111827',
+    invalid_key: '#be185d',
   };
   // app_error is the backend's own "no" (an unknown caller, a 404 the routing script expects): an
   // answer it chose, shown apart in its own colour and column, never counted as a failure.
-  const FAILED = new Set(['host_error', 'deadline', 'lost_router_gone']);
+  const FAILED = new Set(['host_error', 'deadline', 'lost_router_gone', 'invalid_key']);
   const CHOSEN = new Set(['app_error']);
   const outcomeClass = (n) => (FAILED.has(n) ? 'bad' : CHOSEN.has(n) ? 'chosen' : 'ok');
   const WINDOW_S = 300;
