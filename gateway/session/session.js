@@ -57,9 +57,8 @@ class Session {
     this.gateway = gateway;
     const { config } = gateway;
     // Per connection, as when it was accepted (a reload applies them to new connections); the
-    // deadline, the resolver and the versions are read per message, so a reload reaches them at once.
+    // deadline, the resolver, duplicates and the versions are read per message, so a reload reaches them at once.
     this.limits = config.limits;
-    this.answerDuplicatesEmpty = config.duplicates === 'answer-empty';
     this.log = gateway.log;
     this.debug = this.log.isLevelEnabled('debug');
     this.metrics = gateway.metrics;
@@ -365,7 +364,7 @@ class Session {
         this.reply.failureConf(q.invokeId, STATUS.E_AG_INVALID_KEY, 'the query\'s fields do not decrypt: the router and this host have different DES keys'));
       return;
     }
-    if (q.duplicate && this.answerDuplicatesEmpty) {
+    if (q.duplicate && this.gateway.config.duplicates === 'answer-empty') {
       this.finishQuery(null, q, LABEL.DUPLICATE, this.serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
       return;
     }
