@@ -62,7 +62,6 @@ class Backend {
     this.redact = config.log.redact;
     this.throttle = new LogThrottle();
     this.warnedAt = new Map(); // kind -> {at, folded}: warnEvery()
-    this.health = new BackendHealth({ log, metrics, instead });
     const runtime = config.backendRuntime || NO_RUNTIME;
     this.engine = createEngine(config.backend.engine, {
       ...engineOptions(config.backend),
@@ -76,6 +75,11 @@ class Backend {
     this.setBaseUrl(config.backend.url);
     // backend.headers and backend.auth go to backend.url's origins only, and to a route that asks for them (scope.js).
     this.scope = new CredentialScope(this.targets.map((t) => t.origin));
+    // A reload to the same backend keeps what the queries found of it: /health and ged145_backend_up say the same.
+    const same = previous !== null && JSON.stringify(previous.targets) === JSON.stringify(this.targets);
+    this.health = new BackendHealth({
+      log, metrics, instead, previous: previous === null ? null : previous.health, keepState: same,
+    });
     this.baseHeaders = { ...JSON_HEADERS, ...runtime.headers };
     const availability = config.availability || { breaker: { enabled: false }, retry: { enabled: false, minRemainingMs: 0 } };
     this.retry = availability.retry;

@@ -11,9 +11,13 @@ const FAIL_AFTER = 5;
 const LOG_EVERY_MS = 10_000;
 
 class BackendHealth {
-  /** instead: what the router gets while the backend fails ("E_AG_HOST_ERROR1", "the fallback answer"...). */
+  /**
+   * instead: what the router gets while the backend fails ("E_AG_HOST_ERROR1", "the fallback answer"...).
+   * previous: the health this one replaces (a reload): from now on this one alone sets
+   * ged145_backend_up, and with keepState (the same backend) it goes on from the previous one's state.
+   */
   constructor({
-    log, metrics, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, instead = 'E_AG_HOST_ERROR1',
+    log, metrics, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, instead = 'E_AG_HOST_ERROR1', previous = null, keepState = false,
   } = {}) {
     this.log = log;
     this.instead = instead;
@@ -29,6 +33,28 @@ class BackendHealth {
     this.loggedState = 'reachable';
     this.unlogged = 0; // changes folded into the next line
     this.logTimer = null;
+    if (previous !== null) this.takeOver(previous, keepState);
+  }
+
+  /** The gauge is one, and so is its owner: the previous health hands it over (its queries in flight still tell it). */
+  takeOver(previous, keepState) {
+    const state = previous.handOver();
+    if (keepState) Object.assign(this, state);
+    if (this.metrics) this.metrics.backendUp.set(this.state === 'reachable' ? 1 : 0);
+  }
+
+  /** What a reload's health goes on from; this one no longer sets ged145_backend_up. */
+  handOver() {
+    this.metrics = null;
+    return {
+      state: this.state,
+      since: this.since,
+      consecutiveFailures: this.consecutiveFailures,
+      failuresInState: this.failuresInState,
+      lastError: this.lastError,
+      loggedAt: this.loggedAt,
+      loggedState: this.loggedState,
+    };
   }
 
   success() {
