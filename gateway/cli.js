@@ -80,13 +80,17 @@ async function main(values) {
     let next;
     try {
       next = loadConfig({ ...source, fresh: true }); // handler modules read from disk again
+      if (next.backend.url === null && sim) next.backend.url = sim.url;
+      // What a start would refuse (a log file that cannot be written, nothing to ask), a reload refuses too.
+      const refused = startProblems(next, { embeddedBackend: sim !== null });
+      if (refused.length > 0) throw new OperatorError(refused.join('; '));
     } catch (err) {
       log.error(`reload refused, the running configuration stays in force: ${err.message}`);
       running.reloadRefused(err.message);
       return;
     }
-    if (next.backend.url === null && sim) next.backend.url = sim.url;
-    running.reload(next);
+    // With workers the reload is asynchronous: it reports itself (gateway/ops/generations.js).
+    Promise.resolve(running.reload(next)).catch((err) => log.error(`reload failed: ${err.message}`));
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

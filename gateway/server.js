@@ -5,7 +5,6 @@
 
 const net = require('node:net');
 const tls = require('node:tls');
-const { createLogger } = require('../lib/logger');
 const { STATUS, createProfile, serializerFor } = require('../lib/protocol');
 const { Session } = require('./session/session');
 const { SessionHost } = require('./session/host');
@@ -14,6 +13,8 @@ const { keptAnswer } = require('./answer/writer');
 const { Metrics } = require('./ops/metrics');
 const { RecentLines, ProcessStatus } = require('./ops/status');
 const { HandlerFaults } = require('./backend/user-code');
+const { restartNeeded } = require('./config/restart');
+const { createLogger, applyLogSettings } = require('../lib/logger');
 
 const SESSION_REFUSAL_LOG_MS = 60_000;
 
@@ -229,18 +230,22 @@ class Gateway extends SessionHost {
   }
 
   /**
-   * SIGHUP: a new validated config takes over without dropping a router. Routes, backend,
-   * fallback, cache, breaker and the deadline apply to queries read from now on (those in flight
-   * finish under the settings they started with); log level, allowlist and the session and
-   * connection caps at once; per-connection limits to connections accepted from now on. Settings
-   * that need a restart (listener, TLS, workers, admin port, the protocol profile, memory) are named in the
-   * log when they differ, and the running values stay.
+   * SIGHUP: a new validated config takes over without dropping a router. Routes, backend (its TLS
+   * files read again: a new connection pool), fallback, cache, breaker, duplicates and the deadline
+   * apply to queries read from now on (those in flight finish under the settings they started
+   * with); the log (level, console, its file opened afresh), allowlist and the session and
+   * connection caps at once; the listener's certificate, key and CA to TLS handshakes from now on
+   * (open sessions keep theirs, as nginx does); per-connection limits to connections accepted from
+   * now on. Settings that need a restart (config/restart.js) are named in the log when they
+   * differ, and the running values stay.
    */
   reload(config) {
     const old = this.config;
-    const needRestart = RESTART_KEYS.filter((k) => JSON.stringify(old[k]) !== JSON.stringify(config[k]));
-    // The wire numbering stays as the sessions opened with it until a restart.
-    if (needRestart.includes('protocol')) config.protocol = old.protocol;
+    const needRestart = restartNeeded(old, config);
+    // The wire numbering stays as the sessions opened with it, the listener as it was made, until a restart.
+    for (const k of needRestart) config[k] = old[k];
+    if (this.tls && !needRestart.includes('tls')) applyListenerTls(this.server, config);
+    applyLogSettings(this.log, config.log);
     const oldResolver = this.resolver;
     const sameCache = JSON.stringify(old.availability.cache) === JSON.stringify(config.availability.cache);
     this.resolver = this.newResolver(config, { cache: sameCache ? oldResolver.cache : undefined, previous: oldResolver });
@@ -249,7 +254,6 @@ class Gateway extends SessionHost {
     this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
     this.allowlist = config.allowlistFilter || null;
     this.server.maxConnections = config.limits.maxConnections;
-    this.log.level = config.log.level;
     this.config = config;
     const modules = [...config.compiledRoutes].filter(([, r]) => r.kind === 'module').map(([subtype]) => subtype);
     const afresh = modules.length > 0 ? ` (handler modules loaded afresh: ${modules.join(', ')})` : '';
@@ -289,9 +293,6 @@ class Gateway extends SessionHost {
   }
 }
 
-/** Settings a running gateway cannot change: its listener, TLS, processes and admin port. */
-const RESTART_KEYS = ['host', 'port', 'tls', 'workers', 'admin', 'protocol', 'memory'];
-
 /**
  * A plain TCP listener, or a TLS one when tls.cert/tls.key are set (tls.ca: client certificates
  * are required and checked against it). Same sessions and limits either way.
@@ -305,9 +306,8 @@ function createListener(config, gateway) {
   }
   gateway.tls = true;
   // Read and checked at load (config/backend.js compileListenerTls), as `ged145 config check` does.
-  const pem = config.listenerTls;
   const server = tls.createServer({
-    ...pem,
+    ...config.listenerTls,
     requestCert: Boolean(ca),
     rejectUnauthorized: Boolean(ca),
     noDelay: true,
@@ -331,4 +331,13 @@ function createListener(config, gateway) {
   return server;
 }
 
-module.exports = { Gateway, RESTART_KEYS };
+/**
+ * A reload's TLS files (read and checked by compileConfig, config/backend.js) for the handshakes
+ * from now on: tls.Server#setSecureContext, as nginx does on reload. An open session keeps the
+ * certificate it was made with; requestCert stays as the listener was made (tls.ca on or off needs a restart).
+ */
+function applyListenerTls(server, config) {
+  server.setSecureContext(config.listenerTls);
+}
+
+module.exports = { Gateway };

@@ -51,32 +51,65 @@ function checkLogFile(file) {
   }
 }
 
+const MAX_SIZE = 10 * 1024 * 1024;
+const MAX_FILES = 5;
+/** Marks the transports a logger's settings made (console, file), apart from any added later (the status page's). */
+const OWN = Symbol('ged145.logSetting');
+
+const consoleTransport = () => Object.assign(new winston.transports.Console({
+  stderrLevels: ['error', 'warn', 'info', 'debug'],
+  format: winston.format.combine(winston.format.timestamp(), consoleFormat),
+}), { [OWN]: 'console' });
+
+function fileTransport(file, maxSize, maxFiles) {
+  checkLogFile(file);
+  return Object.assign(new winston.transports.File({
+    filename: file,
+    maxsize: maxSize,
+    maxFiles,
+    tailable: true,
+    format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
+  }), { [OWN]: 'file', file });
+}
+
 /**
  * createLogger({component, level, console, file, maxSize, maxFiles}).
  * console: true (default) writes readable lines to stderr; file: a path for JSON lines.
  */
 function createLogger({
-  component, level = 'info', console: toConsole = true, file, maxSize = 10 * 1024 * 1024, maxFiles = 5,
+  component, level = 'info', console: toConsole = true, file, maxSize = MAX_SIZE, maxFiles = MAX_FILES,
 } = {}) {
   const transports = [];
-  if (toConsole) {
-    transports.push(new winston.transports.Console({
-      stderrLevels: ['error', 'warn', 'info', 'debug'],
-      format: winston.format.combine(winston.format.timestamp(), consoleFormat),
-    }));
-  }
-  if (file) {
-    checkLogFile(file);
-    transports.push(new winston.transports.File({
-      filename: file,
-      maxsize: maxSize,
-      maxFiles,
-      tailable: true,
-      format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
-    }));
-  }
-  if (transports.length === 0) transports.push(new winston.transports.Console({ silent: true }));
+  if (toConsole) transports.push(consoleTransport());
+  if (file) transports.push(fileTransport(file, maxSize, maxFiles));
+  if (transports.length === 0) transports.push(Object.assign(new winston.transports.Console({ silent: true }), { [OWN]: 'silent' }));
   return winston.createLogger({ level, defaultMeta: component ? { component } : undefined, transports });
 }
 
-module.exports = { createLogger, checkLogFile };
+/**
+ * A reload's log settings on a running logger made by createLogger: the level, the console, and
+ * the file, which is opened afresh on every reload (a new path is written from now on; the same
+ * path after logrotate moved the file is a new file, as nginx's reopen does), the old one closed
+ * once its lines are written. A file that cannot be opened throws before anything changes (the
+ * reload is refused: config index.js checks it first). Transports added by others are left alone.
+ */
+function applyLogSettings(logger, { level, console: toConsole = true, file = null }) {
+  const own = logger.transports.filter((t) => t[OWN] !== undefined);
+  if (own.length === 0) { // not made by createLogger (a test's capturing logger): its level only
+    logger.level = level;
+    return;
+  }
+  const next = file ? fileTransport(file, MAX_SIZE, MAX_FILES) : null;
+  logger.level = level;
+  const hasConsole = own.some((t) => t[OWN] === 'console');
+  for (const t of own) {
+    if (t[OWN] === 'console' && toConsole) continue;
+    logger.remove(t);
+    if (t[OWN] === 'file') t.close();
+  }
+  if (toConsole && !hasConsole) logger.add(consoleTransport());
+  if (next !== null) logger.add(next);
+  if (!toConsole && next === null) logger.add(Object.assign(new winston.transports.Console({ silent: true }), { [OWN]: 'silent' }));
+}
+
+module.exports = { createLogger, checkLogFile, applyLogSettings };

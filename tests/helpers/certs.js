@@ -21,7 +21,20 @@ function makeCerts() {
       ...(who === 'server' ? ['-extfile', f('server.ext')] : []));
   }
   return {
-    dir, ca: f('ca.pem'), serverCert: f('server.pem'), serverKey: f('server.key'), clientCert: f('client.pem'), clientKey: f('client.key'),
+    dir,
+    ca: f('ca.pem'),
+    serverCert: f('server.pem'),
+    serverKey: f('server.key'),
+    clientCert: f('client.pem'),
+    clientKey: f('client.key'),
+    /** A renewed server certificate (new key, subject CN=cn, same CA and names) written over server.pem and server.key. */
+    renewServer(cn) {
+      ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('renewed.key'), '-out', f('renewed.csr'), '-subj', `/CN=${cn}`);
+      ssl('x509', '-req', '-in', f('renewed.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f('renewed.pem'), '-days', '1',
+        '-extfile', f('server.ext'));
+      fs.copyFileSync(f('renewed.key'), f('server.key'));
+      fs.copyFileSync(f('renewed.pem'), f('server.pem'));
+    },
     cleanup: () => fs.rmSync(dir, { recursive: true, force: true }),
   };
 }
