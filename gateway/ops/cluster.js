@@ -4,10 +4,11 @@
 // sessions and health asked of each) and N worker processes share the GED-145 port through
 // node:cluster. SIGTERM drains them all.
 //
-// One gateway, not N (issue 34): every worker runs one configuration generation. A reload goes to
-// every worker, and a worker that was still starting (its warm-up) when it was sent, or that is
-// started later, gets the running configuration when it says it is ready; settings that need a
-// restart (RESTART_KEYS: the wire numbering among them) stay as the gateway started, in a new
+// One gateway, not N: every worker runs one configuration generation. A reload is prepared by
+// every worker that is up and then applied by all of them, or by none, and reported as it went
+// (gateway/ops/generations.js); a worker that was still starting (its warm-up), or that is started
+// later, gets the running configuration when it says it is ready; settings that need a restart
+// (config/restart.js: the wire numbering among them) stay as the gateway started, in a new
 // worker too. A worker that does not answer the primary within ASK_TIMEOUT_MS is named on /health
 // (status "degraded") and /status, and /metrics answers without it. Counters and histograms never
 // go down when summed: a worker that exits leaves its last scraped values in the sum, and one that
@@ -26,13 +27,18 @@
 // CRASH_WINDOW_MS of their start), after a delay that doubles up to MAX_RESTART_DELAY_MS.
 
 const cluster = require('node:cluster');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
 const { AggregatorRegistry, Registry } = require('prom-client');
-const { Gateway, RESTART_KEYS } = require('../server');
+const { Gateway } = require('../server');
+const { restartNeeded: restartNeededOf, asRunning } = require('../config/restart');
+const { Generations } = require('./generations');
 const { Metrics } = require('./metrics');
 const warmup = require('./warmup');
 const { startAdmin } = require('./admin');
 const { RecentLines, ProcessStatus, mergeStatus } = require('./status');
-const { createLogger } = require('../../lib/logger');
+const { createLogger, applyLogSettings } = require('../../lib/logger');
 const { compileConfig } = require('../config');
 const { guardProcess } = require('./process-guard');
 
@@ -63,10 +69,16 @@ async function runWorker(config) {
     throw listenError(err, config.host, config.port);
   }
   // The generation this worker was started with: the primary sends the running one if it is newer.
+  const reloads = new WorkerReloads(gateway, log, Number(process.env.GED145_WORKER_GENERATION || 0));
   process.send({
-    type: READY, port, generation: Number(process.env.GED145_WORKER_GENERATION || 0), version: require('../../package.json').version,
+    type: READY, port, generation: reloads.generation, version: require('../../package.json').version,
   });
   process.on('message', (msg) => {
+    if (msg && msg.type === ASK && RELOAD_STEPS.has(msg.what)) {
+      const data = reloads[msg.what](msg);
+      if (msg.id !== 0) process.send({ type: ANSWER, id: msg.id, data });
+      return;
+    }
     if (msg && msg.type === ASK && msg.what === 'metrics') {
       metrics.registry.getMetricsAsJSON().then((data) => process.send({ type: ANSWER, id: msg.id, data }));
     } else if (msg && msg.type === ASK && msg.what === 'health') {
@@ -75,13 +87,6 @@ async function runWorker(config) {
       gateway.status().then((data) => process.send({ type: ANSWER, id: msg.id, data }));
     } else if (msg && msg.type === ASK && msg.what === 'sessions') {
       process.send({ type: ANSWER, id: msg.id, data: gateway.toJSON().map((s) => ({ ...s, pid: process.pid })) });
-    } else if (msg && msg.type === ASK && msg.what === 'reload') {
-      try {
-        const next = compileConfig(msg.settings, { baseDir: msg.settings.baseDir, env: process.env, fresh: true });
-        gateway.reload(next);
-      } catch (err) {
-        log.error(`reload refused, the running configuration stays in force: ${err.message}`);
-      }
     } else if (msg && msg.type === ASK && msg.what === 'shutdown') {
       gateway.shutdown('primary asked').then(() => process.exit(0));
     }
@@ -90,40 +95,141 @@ async function runWorker(config) {
   process.once('SIGTERM', stop);
 }
 
+/** A hash of what the entry files of the settings' handler modules hold now (what they require is not looked at). */
+function handlerFiles(settings) {
+  const hash = crypto.createHash('sha256');
+  for (const route of Object.values(settings.routes || {})) {
+    if (typeof route.module !== 'string') continue;
+    try {
+      hash.update(fs.readFileSync(path.resolve(settings.baseDir, route.module)));
+    } catch (err) {
+      hash.update(`unreadable: ${err.code}`);
+    }
+    hash.update('\0');
+  }
+  return hash.digest('hex');
+}
+
+/** The reload messages a worker answers (gateway/ops/generations.js has the primary's side). */
+const RELOAD_STEPS = new Set(['prepare', 'commit', 'abort', 'reload']);
+
+/** A worker's side of a reload: the generation it runs, and the one it has compiled and keeps aside. */
+class WorkerReloads {
+  constructor(gateway, log, generation) {
+    this.gateway = gateway;
+    this.log = log;
+    this.generation = generation;
+    this.prepared = null; // {generation, config}
+  }
+
+  compile(msg) {
+    return compileConfig(msg.settings, { baseDir: msg.settings.baseDir, env: process.env, fresh: true });
+  }
+
+  /** A prepare that fails is asked again by the primary, which says how the reload ends: a warning here. */
+  refused(msg, err, level = 'error') {
+    this.log[level](`reload refused (generation ${msg.generation}), generation ${this.generation} stays in force here: ${err.message}`);
+    return { ok: false, error: err.message };
+  }
+
+  /**
+   * Compiles a generation's settings (handler modules read afresh) and keeps them until commit or
+   * abort; answers with a hash of the handler files, read before and after they were loaded, so
+   * that the primary knows every worker loaded the same ones (gateway/ops/generations.js).
+   */
+  prepare(msg) {
+    this.prepared = null;
+    try {
+      const before = handlerFiles(msg.settings);
+      const config = this.compile(msg);
+      const handlers = handlerFiles(msg.settings);
+      if (handlers !== before) throw new Error('a handler file changed while it was loaded (was it being written?)');
+      this.prepared = { generation: msg.generation, config };
+      return { ok: true, handlers };
+    } catch (err) {
+      return this.refused(msg, err, 'warn');
+    }
+  }
+
+  commit(msg) {
+    const p = this.prepared;
+    this.prepared = null;
+    if (p === null || p.generation !== msg.generation) return { ok: false, error: `generation ${msg.generation} was not prepared here` };
+    return this.apply(msg, p.config);
+  }
+
+  abort() {
+    this.prepared = null;
+    return { ok: true };
+  }
+
+  /** Both steps at once: a worker brought to the running generation (it started on an older one). */
+  reload(msg) {
+    try {
+      return this.apply(msg, this.compile(msg));
+    } catch (err) {
+      return this.refused(msg, err);
+    }
+  }
+
+  apply(msg, config) {
+    try {
+      this.gateway.reload(config);
+    } catch (err) {
+      return this.refused(msg, err);
+    }
+    this.generation = msg.generation;
+    return { ok: true, generation: this.generation };
+  }
+}
+
 async function startCluster(config, { log, listenFd = null } = {}) {
   const logger = log || createLogger({ component: 'gateway', ...config.log });
   let nextId = 1;
   let draining = false;
   const silent = new Set(); // pids of workers that did not answer the last question, for the log
-  /** Asks every worker; resolves [{worker, data}], data undefined for one that did not answer within ASK_TIMEOUT_MS. */
-  const ask = (what) => Promise.all(Object.values(cluster.workers).map((w) => new Promise((resolve) => {
+  /** Asks worker w; resolves with its answer, or undefined when it did not answer within timeoutMs. */
+  const askOne = (w, what, payload = {}, timeoutMs = ASK_TIMEOUT_MS) => new Promise((resolve) => {
     const id = nextId++;
     let timer = null;
     const onMessage = (msg) => {
       if (msg && msg.type === ANSWER && msg.id === id) {
         w.off('message', onMessage);
         clearTimeout(timer);
-        silent.delete(w.process.pid);
-        resolve({ worker: w, data: msg.data });
+        resolve(msg.data);
       }
     };
     w.on('message', onMessage);
     try {
-      w.send({ type: ASK, what, id });
+      w.send({ ...payload, type: ASK, what, id });
     } catch {
       // a worker that is exiting: no answer
     }
     timer = setTimeout(() => {
       w.off('message', onMessage);
-      const { pid } = w.process;
-      if (!silent.has(pid) && !draining) {
-        silent.add(pid);
-        logger.warn(`worker ${pid} did not answer within ${ASK_TIMEOUT_MS / 1000} s (stopped, or its event loop blocked); /health says degraded until it does`);
-      }
-      resolve({ worker: w, data: undefined });
-    }, ASK_TIMEOUT_MS);
+      resolve(undefined);
+    }, timeoutMs);
     timer.unref();
-  })));
+  });
+  /** Tells worker w something that wants no answer (id 0). */
+  const tell = (w, what, payload = {}) => {
+    try {
+      w.send({ ...payload, type: ASK, what, id: 0 });
+    } catch {
+      // a worker that is exiting
+    }
+  };
+  /** Asks every worker; resolves [{worker, data}], data undefined for one that did not answer within ASK_TIMEOUT_MS. */
+  const ask = (what) => Promise.all(Object.values(cluster.workers).map(async (w) => {
+    const data = await askOne(w, what);
+    const { pid } = w.process;
+    if (data !== undefined) silent.delete(pid);
+    else if (!silent.has(pid) && !draining) {
+      silent.add(pid);
+      logger.warn(`worker ${pid} did not answer within ${ASK_TIMEOUT_MS / 1000} s (stopped, or its event loop blocked); /health says degraded until it does`);
+    }
+    return { worker: w, data };
+  }));
   const noAnswer = (w) => ({ pid: w.process.pid, answering: false, error: `no answer within ${ASK_TIMEOUT_MS / 1000} s` });
 
   // Counters that never go down: each live worker's last scrape, and what the exited ones left.
@@ -149,22 +255,25 @@ async function startCluster(config, { log, listenFd = null } = {}) {
 
   cluster.setupPrimary({ exec: require.resolve('./worker'), args: [] });
   // The validated settings, as plain JSON; the worker compiles routes and reads the key itself.
-  // generation: how many reloads the running settings are; a worker started on an older one gets them when ready.
-  let generation = 0;
+  // The generation: how many reloads the running settings are (gateway/ops/generations.js).
   let running = config;
   const env = { GED145_WORKER_CONFIG: JSON.stringify(config), GED145_WORKER_GENERATION: '0' };
   // Socket activation: the primary holds the service manager's socket; a worker listening on its
   // fd number gets a share of it through node:cluster, as with a port.
   if (listenFd !== null) env.GED145_LISTEN_FD = String(listenFd);
-  const sendReload = (w) => {
-    try {
-      w.send({ type: ASK, what: 'reload', id: 0, settings: JSON.parse(JSON.stringify(running)) });
-    } catch {
-      // a worker that is exiting: the one started in its place gets the running settings
-    }
-  };
+  const generations = new Generations({
+    ask: askOne,
+    tell,
+    log: logger,
+    settings: JSON.parse(JSON.stringify(config)),
+    onCommit: (settings, generation) => {
+      running = settings;
+      env.GED145_WORKER_CONFIG = JSON.stringify(settings); // a worker started later starts with it
+      env.GED145_WORKER_GENERATION = String(generation);
+    },
+  });
   cluster.on('message', (worker, msg) => {
-    if (msg && msg.type === READY && msg.generation !== generation) sendReload(worker);
+    if (msg && msg.type === READY) generations.up(worker, msg.generation);
   });
   const startedAt = new Map(); // worker id -> when it was forked
   const retiring = new Set(); // ids of workers a rolling restart drains: their exit is no crash
@@ -188,6 +297,7 @@ async function startCluster(config, { log, listenFd = null } = {}) {
   let restartTimer = null;
   for (let i = 0; i < config.workers; i++) fork();
   cluster.on('exit', (worker, code, signal) => {
+    generations.exited(worker);
     retire(worker).catch((err) => logger.warn(`worker ${worker.process.pid}: its last metrics could not be kept: ${err.message}`));
     silent.delete(worker.process.pid);
     if (draining) return;
@@ -280,26 +390,36 @@ async function startCluster(config, { log, listenFd = null } = {}) {
   const recent = new RecentLines();
   logger.add(recent);
   const processStatus = new ProcessStatus();
-  let lastReload = null;
   const status = async () => {
     const answers = await ask('status');
     const merged = mergeStatus({
       processes: [{ role: 'primary', ...processStatus.toJSON() }],
       config: {
-        file: config.configFile || null, lastReload, workers: config.workers, generation,
+        file: config.configFile || null,
+        lastReload: generations.lastReload,
+        workers: config.workers,
+        generation: generations.generation,
+        // Which worker runs which generation: a split is seen here, and on /health as "degraded".
+        generations: generations.toJSON(),
       },
       listener: { host: running.host, port, tls: running.tls.cert !== null, deadlineMs: running.deadlineMs },
       warnings: recent.lines,
     }, answers.filter((a) => a.data && a.data.processes).map((a) => a.data));
     // A worker that did not answer is named: a row of its own, no figures.
     for (const a of answers) if (a.data === undefined) merged.processes.push({ role: 'gateway', ...noAnswer(a.worker) });
+    const byPid = new Map(generations.toJSON().map((g) => [g.pid, g.generation]));
+    for (const p of merged.processes) if (byPid.has(p.pid)) p.generation = byPid.get(p.pid);
     return merged;
   };
   const admin = await startAdmin(config.admin, logger, {
     status,
     health: async () => {
-      const workers = (await ask('health')).map((a) => (a.data === undefined ? noAnswer(a.worker) : a.data));
-      return { status: workers.some((w) => w.answering === false) ? 'degraded' : 'ok', workers };
+      const byPid = new Map(generations.toJSON().map((g) => [g.pid, g.generation]));
+      const workers = (await ask('health')).map((a) => (a.data === undefined ? noAnswer(a.worker) : { ...a.data, generation: byPid.get(a.data.pid) }));
+      const degraded = workers.some((w) => w.answering === false) || !generations.converged;
+      return {
+        status: degraded ? 'degraded' : 'ok', generation: generations.generation, workers,
+      };
     },
     notReady: () => (draining ? 'draining' : null),
     sessions: async () => (await ask('sessions')).flatMap((a) => (a.data === undefined ? [] : a.data)),
@@ -310,23 +430,20 @@ async function startCluster(config, { log, listenFd = null } = {}) {
     port,
     adminPort: admin === null ? null : admin.port,
     /**
-     * SIGHUP: the primary validated the new settings; each worker compiles and applies them. What
-     * needs a restart keeps the values the gateway started with, in workers started later too.
+     * SIGHUP: the primary validated the new settings; every worker compiles them, then applies
+     * them, or none does (gateway/ops/generations.js). What needs a restart keeps the values the
+     * gateway started with, in workers started later too. Resolves with lastReload.
      */
-    reload(next) {
-      const restartNeeded = RESTART_KEYS.filter((k) => JSON.stringify(config[k]) !== JSON.stringify(next[k]));
-      running = { ...next };
-      for (const k of RESTART_KEYS) running[k] = config[k];
-      generation++;
-      env.GED145_WORKER_CONFIG = JSON.stringify(running); // a worker started later starts with it
-      env.GED145_WORKER_GENERATION = String(generation);
-      for (const w of Object.values(cluster.workers)) sendReload(w);
-      logger.info(`configuration sent to ${Object.keys(cluster.workers).length} workers (generation ${generation})`);
-      if (restartNeeded.length > 0) logger.warn(`reload: ${restartNeeded.join(', ')} changed and will apply only after a restart`);
-      lastReload = { at: new Date().toISOString(), ok: true, restartNeeded };
+    async reload(next) {
+      const restartNeeded = restartNeededOf(config, next);
+      const settings = JSON.parse(JSON.stringify(asRunning(config, next, restartNeeded)));
+      logger.info(`reload: generation ${generations.generation + 1} sent to ${generations.size} workers`);
+      const outcome = await generations.reload(settings, restartNeeded);
+      if (outcome.ok) applyLogSettings(logger, settings.log);
+      return outcome;
     },
     reloadRefused(message) {
-      lastReload = { at: new Date().toISOString(), ok: false, error: message };
+      generations.refused(message);
     },
     /** SIGUSR2: a rolling restart (see the top of this file); resolves once it is over or stopped. */
     async restartWorkers() {
@@ -339,6 +456,7 @@ async function startCluster(config, { log, listenFd = null } = {}) {
     },
     async stop() {
       draining = true;
+      generations.close();
       for (const reject of trial.values()) reject('the gateway is stopping');
       if (restartTimer !== null) clearTimeout(restartTimer);
       const exits = Object.values(cluster.workers).map((w) => new Promise((r) => w.once('exit', r)));

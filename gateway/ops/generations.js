@@ -1,0 +1,193 @@
+'use strict';
+
+// The primary's bookkeeping of a reload with workers (gateway/ops/cluster.js): which
+// configuration generation each worker runs, and a reload that is reported as it went.
+//
+// A reload is two phases, so that the workers never split over it:
+//   prepare  every worker that is up compiles the new settings (handler modules read from disk
+//            afresh) and keeps them aside; it answers ok with a hash of the handler files it
+//            read, or why not. When one refuses, or their hashes differ, all of them are asked
+//            again after PREPARE_RETRIES_MS: a handler file that an editor or a deploy was still
+//            writing when the SIGHUP came (the primary read it whole, a worker read it
+//            half-written, another the old one) is whole by then, and all read the same.
+//   commit   once every worker has prepared, each applies what it prepared; the generation goes up.
+//            If one still refuses, every worker drops what it prepared and keeps the running
+//            generation: the reload is reported failed, naming the worker and its reason.
+// `lastReload.ok` is true only when every worker confirmed the new generation. A worker that
+// starts later (a crash, a rolling restart), or did not confirm, is brought to the running
+// generation when it is up (catchUp), and asked again with a growing delay while it refuses;
+// meanwhile /status shows which worker runs which generation and /health says "degraded".
+
+const PREPARE_TIMEOUT_MS = 10_000;
+const COMMIT_TIMEOUT_MS = 2000;
+const PREPARE_RETRIES_MS = Object.freeze([250, 1000]);
+const CATCH_UP_RETRY_MS = Object.freeze([1000, 2000, 5000, 10_000, 30_000]);
+
+const sleep = (ms) => new Promise((r) => { setTimeout(r, ms).unref(); });
+
+class Generations {
+  /**
+   * ask(worker, what, payload, timeoutMs): a promise of the worker's answer, undefined when it did
+   * not answer in time; tell(worker, what, payload): a message that wants no answer.
+   * onCommit(settings, generation): a generation is in force (what a worker started now gets).
+   */
+  constructor({
+    ask, tell, log, onCommit, settings,
+  }) {
+    this.ask = ask;
+    this.tell = tell;
+    this.log = log;
+    this.onCommit = onCommit;
+    this.settings = settings; // the running generation's settings, as JSON
+    this.generation = 0;
+    this.workers = new Map(); // worker -> {pid, generation, up, error, catchingUp}
+    this.lastReload = null;
+    this.queue = Promise.resolve(); // one reload at a time, in the order the signals came
+    this.closed = false;
+  }
+
+  /** A worker is up (its READY) and runs `generation`; an older one is brought forward. */
+  up(worker, generation) {
+    this.workers.set(worker, {
+      pid: worker.process.pid, generation, up: true, error: null, catchingUp: false,
+    });
+    if (generation !== this.generation) this.catchUp(worker);
+  }
+
+  exited(worker) {
+    this.workers.delete(worker);
+  }
+
+  /** Workers that are up. */
+  get size() {
+    return this.workers.size;
+  }
+
+  /** A reload the primary refused (the file did not validate): no worker was asked. */
+  refused(message) {
+    this.lastReload = { at: new Date().toISOString(), ok: false, error: message };
+  }
+
+  /** Resolves with lastReload once the reload of `settings` (validated by the primary) is over. */
+  reload(settings, restartNeeded) {
+    const run = this.queue.then(() => this.run(settings, restartNeeded));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  async run(settings, restartNeeded) {
+    const target = this.generation + 1;
+    const workers = [...this.workers.keys()];
+    const refusals = await this.prepareAll(workers, target, settings);
+    const at = new Date().toISOString();
+    if (refusals.length > 0) {
+      for (const w of workers) this.tell(w, 'abort', { generation: target });
+      const named = refusals.map((r) => `worker ${r.pid}: ${r.error}`).join('; ');
+      this.log.error(`reload refused by ${refusals.length} of ${workers.length} workers; every worker keeps generation ${this.generation}: ${named}`);
+      this.lastReload = {
+        at, ok: false, generation: this.generation, error: `refused by ${named}`, refusedBy: refusals,
+      };
+      return this.lastReload;
+    }
+    this.generation = target;
+    this.settings = settings;
+    this.onCommit(settings, target);
+    const unconfirmed = [];
+    await Promise.all(workers.map(async (w) => {
+      const a = await this.ask(w, 'commit', { generation: target }, COMMIT_TIMEOUT_MS);
+      const s = this.workers.get(w);
+      if (s === undefined) return; // exited: the one started in its place gets the generation
+      if (a !== undefined && a.ok) s.generation = target;
+      else unconfirmed.push({ pid: s.pid, error: a === undefined ? `no answer within ${COMMIT_TIMEOUT_MS / 1000} s` : a.error });
+    }));
+    // Workers that came up meanwhile, or did not confirm, get it as a late worker does.
+    for (const [w, s] of this.workers) if (s.generation !== target) this.catchUp(w);
+    if (unconfirmed.length > 0) {
+      const named = unconfirmed.map((u) => `worker ${u.pid}: ${u.error}`).join('; ');
+      this.log.error(`reload: generation ${target} is not confirmed by ${named}; it is sent again until it is (/status shows each worker's generation)`);
+      this.lastReload = {
+        at, ok: false, generation: target, restartNeeded, error: `not confirmed by ${named}`, unconfirmed,
+      };
+    } else {
+      this.log.info(`configuration generation ${target} applied by ${workers.length === 1 ? 'the worker' : `all ${workers.length} workers`}`);
+      this.lastReload = {
+        at, ok: true, generation: target, restartNeeded,
+      };
+    }
+    if (restartNeeded.length > 0) this.log.warn(`reload: ${restartNeeded.join(', ')} changed and will apply only after a restart`);
+    return this.lastReload;
+  }
+
+  /**
+   * Every worker prepares generation `target`, in rounds: when one refuses, or they read different
+   * handler files (each says what its files held, read before and after it loaded them), all of
+   * them read again after PREPARE_RETRIES_MS, so that they load the same files. Resolves with the
+   * refusals of the last round ([] when every worker prepared the same thing).
+   */
+  async prepareAll(workers, target, settings) {
+    for (let round = 0; ; round++) {
+      const answers = await Promise.all(workers.map(async (w) => {
+        if (!this.workers.has(w)) return null; // exited: the one started in its place gets the generation
+        const a = await this.ask(w, 'prepare', { generation: target, settings }, PREPARE_TIMEOUT_MS);
+        return { pid: w.process.pid, answer: a };
+      }));
+      const refusals = [];
+      const prints = new Set();
+      for (const r of answers) {
+        if (r === null) continue;
+        if (r.answer === undefined) refusals.push({ pid: r.pid, error: `no answer within ${PREPARE_TIMEOUT_MS / 1000} s`, final: true });
+        else if (!r.answer.ok) refusals.push({ pid: r.pid, error: r.answer.error });
+        else prints.add(r.answer.handlers);
+      }
+      if (refusals.length === 0 && prints.size <= 1) return [];
+      if (round === PREPARE_RETRIES_MS.length || refusals.some((r) => r.final)) {
+        if (refusals.length > 0) return refusals.map(({ pid, error }) => ({ pid, error }));
+        return answers.filter(Boolean).map(({ pid }) => ({ pid, error: 'the workers read different versions of a handler file (it was being written)' }));
+      }
+      await sleep(PREPARE_RETRIES_MS[round]);
+    }
+  }
+
+  /** Brings worker w to the running generation, asking again with a growing delay while it refuses. */
+  async catchUp(w) {
+    const s = this.workers.get(w);
+    if (s === undefined || s.catchingUp) return;
+    s.catchingUp = true;
+    let failures = 0;
+    while (!this.closed && this.workers.get(w) === s && s.generation !== this.generation) {
+      const target = this.generation;
+      const a = await this.ask(w, 'reload', { generation: target, settings: this.settings }, PREPARE_TIMEOUT_MS);
+      if (a !== undefined && a.ok) {
+        s.generation = a.generation;
+        if (s.error !== null) this.log.info(`worker ${s.pid} runs generation ${s.generation} now`);
+        s.error = null;
+        continue;
+      }
+      s.error = a === undefined ? 'no answer' : a.error;
+      const delay = CATCH_UP_RETRY_MS[Math.min(failures, CATCH_UP_RETRY_MS.length - 1)];
+      if (failures === 0) {
+        this.log.error(`worker ${s.pid} runs generation ${s.generation}, not ${target}: ${s.error}; asked again, every ${delay / 1000} s and less often after`);
+      }
+      failures++;
+      await sleep(delay);
+    }
+    s.catchingUp = false;
+  }
+
+  /** For /status and /health: each worker that is up and the generation it runs. */
+  toJSON() {
+    return [...this.workers.values()].map((s) => ({ pid: s.pid, generation: s.generation, ...(s.error === null ? {} : { error: s.error }) }));
+  }
+
+  /** Whether every worker that is up runs the running generation. */
+  get converged() {
+    for (const s of this.workers.values()) if (s.generation !== this.generation) return false;
+    return true;
+  }
+
+  close() {
+    this.closed = true;
+  }
+}
+
+module.exports = { Generations };
