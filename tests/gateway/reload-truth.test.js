@@ -171,6 +171,47 @@ describe('reload: what it does and what it reports', function () {
     }
   });
 
+  it('in process: backend.tls files are read again; new backend requests trust the renewed CA', async () => {
+    const https = require('node:https');
+    const first = makeCerts();
+    const second = makeCerts(); // a new CA, as when the backend's certificate is renewed by another issuer
+    const server = https.createServer({ cert: fs.readFileSync(first.serverCert), key: fs.readFileSync(first.serverKey) }, (req, res) => {
+      req.resume();
+      req.on('end', () => res.end(JSON.stringify({ vars: { 1: 'tls' } })));
+    });
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    const ca = path.join(tmpDir(), 'backend-ca.pem');
+    fs.copyFileSync(first.ca, ca);
+    const url = `https://localhost:${server.address().port}`;
+    const overrides = {
+      host: '127.0.0.1', port: 0, 'admin.port': 0, warmup: false, routerRequestTimeoutMs: 600_000, deadlineMs: 2000, 'backend.url': url, 'backend.tls.ca': ca,
+    };
+    const stack = await startStack({ backendUrl: url, gateway: { deadlineMs: 2000, 'backend.tls.ca': ca } });
+    const c = await WireClient.connect(stack.port);
+    try {
+      await c.open({ invokeId: 100 });
+      const ask = async (id) => {
+        c.query(id, { subtype: 's' });
+        const r = await c.waitFor((m) => m.invokeId === id);
+        return r.vars ? r.vars[1] : `status ${r.status}`;
+      };
+      assert.equal(await ask(1), 'tls');
+      server.setSecureContext({ cert: fs.readFileSync(second.serverCert), key: fs.readFileSync(second.serverKey) });
+      server.closeAllConnections();
+      assert.equal(await ask(2), `status ${STATUS.E_AG_HOST_ERROR1}`, 'the old CA does not trust the renewed certificate');
+      fs.copyFileSync(second.ca, ca);
+      stack.gateway.reload(loadConfig({ env: {}, overrides }));
+      assert.equal(await ask(3), 'tls', 'the renewed CA file is in force for new requests');
+    } finally {
+      c.close();
+      await stack.stop();
+      server.closeAllConnections();
+      server.close();
+      first.cleanup();
+      second.cleanup();
+    }
+  });
+
   it('in process: `duplicates` reaches an open session; /health and ged145_backend_up agree after a reload', async () => {
     const api = await startTestBackend((req, res) => res.end(JSON.stringify({ vars: { 1: 'backend' } })));
     const stack = await startStack({ backendUrl: api.url, gateway: { deadlineMs: 2000 } });
