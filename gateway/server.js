@@ -244,8 +244,8 @@ class Gateway extends SessionHost {
     const needRestart = restartNeeded(old, config);
     // The wire numbering stays as the sessions opened with it, the listener as it was made, until a restart.
     for (const k of needRestart) config[k] = old[k];
+    applyLogSettings(this.log, config.log); // first: a log file that cannot be opened throws before anything changed
     if (this.tls && !needRestart.includes('tls')) applyListenerTls(this.server, config);
-    applyLogSettings(this.log, config.log);
     const oldResolver = this.resolver;
     const sameCache = JSON.stringify(old.availability.cache) === JSON.stringify(config.availability.cache);
     this.resolver = this.newResolver(config, { cache: sameCache ? oldResolver.cache : undefined, previous: oldResolver });
