@@ -43,7 +43,7 @@ function overridesOf(values) {
 async function main(values) {
   holdYoungGeneration(); // before the gateway's modules load (lib/heap.js)
   const { loadConfig, startProblems } = require('./config');
-  const { createLogger } = require('../lib/logger');
+  const { createLogger, closeLogger } = require('../lib/logger');
   // Kept for SIGHUP: a reload reads the same file, the environment and the same flags again.
   const source = {
     file: values.config,
@@ -69,6 +69,7 @@ async function main(values) {
     stopping = true;
     await running.stop(stopSignal);
     if (sim) await sim.close();
+    await closeLogger(log); // the file keeps its last lines: the stop, and the connection summaries written at it
     process.exit(0);
   };
   const reload = () => {

@@ -15,6 +15,7 @@ const { RecentLines, ProcessStatus } = require('./ops/status');
 const { HandlerFaults } = require('./backend/user-code');
 const { restartNeeded } = require('./config/restart');
 const { createLogger, applyLogSettings } = require('../lib/logger');
+const { PendingHandshakes } = require('./tls-handshakes');
 
 const SESSION_REFUSAL_LOG_MS = 60_000;
 
@@ -96,32 +97,42 @@ class Gateway extends SessionHost {
     });
   }
 
-  /** The first look at a TCP connection (before any TLS handshake): the allowlist. */
-  admitConnection(socket) {
+  /**
+   * The first look at a TCP connection (before any TLS handshake): the allowlist. log: the
+   * connection's logger from the connection log budget (session/connection-log.js).
+   */
+  admitConnection(socket, log) {
     if (this.allowlist === null || this.allowlist.allows(socket.remoteAddress)) return true;
     // Closed before a single byte is read (and not logged again as a failed TLS handshake).
     socket.refused = true;
     this.metrics.connectionsRefused.inc({ reason: 'allowlist' });
-    this.log.warn('connection refused: address not on the allowlist', { peer: `${socket.remoteAddress}:${socket.remotePort}` });
+    log.warn('connection refused: address not on the allowlist', { peer: `${socket.remoteAddress}:${socket.remotePort}` });
     socket.destroy();
     return false;
   }
 
+  /** A connection to serve: plain TCP as accepted, or a TLS socket once its handshake is done. */
   onConnection(socket) {
-    if (this.tls === false && !this.admitConnection(socket)) return;
+    let log;
+    if (this.tls === false) {
+      log = this.connectionLog.accept(socket.remoteAddress);
+      if (!this.admitConnection(socket, log)) return;
+    } else {
+      log = socket._parent.connectionLogger; // given when its TCP connection was accepted (createListener)
+    }
     if (this.draining) {
       this.metrics.connectionsRefused.inc({ reason: 'draining' });
       socket.destroy();
       return;
     }
-    const session = new Session(socket, this);
+    const session = new Session(socket, this, log);
     this.sessions.add(session);
   }
 
   /** Called at OPEN_REQ: a refusal text, or null when the session may open. */
   admitSession(session) {
     if (this.draining) {
-      this.log.info('OPEN_REQ refused: host is shutting down', { session: session.id, peer: session.peer });
+      session.log.info('OPEN_REQ refused: host is shutting down', { session: session.id, peer: session.peer });
       return 'host is shutting down';
     }
     if (this.openCount >= this.config.limits.maxSessions) {
@@ -214,6 +225,8 @@ class Gateway extends SessionHost {
     await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, bound).unref())]);
     await this.resolver.close();
     if (this.processStatus !== null) this.processStatus.close();
+    if (this.handshakes) this.handshakes.close();
+    this.connectionLog.close();
     this.log.info('stopped');
   }
 
@@ -285,6 +298,7 @@ class Gateway extends SessionHost {
       backend: this.resolver.toJSON(),
       handlers: this.faults.toJSON(),
       warnings: this.recent.lines,
+      connectionWarnings: this.recent.connectionLines,
     };
   }
 
@@ -312,23 +326,59 @@ function createListener(config, gateway) {
     rejectUnauthorized: Boolean(ca),
     noDelay: true,
     allowHalfOpen: true,
-    // A half-sent ClientHello may hold a connection no longer than a missing OPEN_REQ would.
-    handshakeTimeout: config.limits.openTimeoutMs,
-  }, (socket) => gateway.onConnection(socket));
-  server.on('connection', (socket) => {
-    // Kept now: once a handshake times out, its TLS socket no longer knows its peer's address.
-    socket.peerAddress = `${socket.remoteAddress}:${socket.remotePort}`;
-    gateway.admitConnection(socket);
+    // Only a backstop: the handshake's deadline is limits.handshakeTimeoutMs, kept by PendingHandshakes.
+    handshakeTimeout: HANDSHAKE_BACKSTOP_MS,
+  }, (socket) => {
+    gateway.handshakes.done(socket._parent);
+    gateway.onConnection(socket);
   });
+  gateway.handshakes = pendingHandshakes(gateway);
+  server.on('connection', (socket) => acceptTlsConnection(gateway, socket));
   server.on('tlsClientError', (err, socket) => {
     if (socket) socket.destroy(); // with a listener here, Node leaves a failed handshake's socket open
     const raw = socket && socket._parent ? socket._parent : socket;
-    if (socket && (socket.refused || (raw && raw.refused))) return; // the allowlist said no
+    if (raw) gateway.handshakes.done(raw);
+    if (socket && (socket.refused || (raw && raw.refused))) return; // the allowlist said no, or we closed it (PendingHandshakes)
     gateway.metrics.connectionsRefused.inc({ reason: 'tls' });
     const peer = (raw && raw.peerAddress) || (socket && socket.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : 'unknown');
-    gateway.log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer });
+    const log = (raw && raw.connectionLogger) || gateway.log;
+    log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer });
   });
   return server;
+}
+
+/** Longer than any limits.handshakeTimeoutMs (the schema's maximum): Node's own deadline never comes first. */
+const HANDSHAKE_BACKSTOP_MS = 600_000;
+
+/** A TCP connection to the TLS listener: its logger, the allowlist, then its handshake is counted and timed. */
+function acceptTlsConnection(gateway, socket) {
+  // Kept now: once a handshake times out, its TLS socket no longer knows its peer's address.
+  socket.peerAddress = `${socket.remoteAddress}:${socket.remotePort}`;
+  socket.connectionLogger = gateway.connectionLog.accept(socket.remoteAddress);
+  if (!gateway.admitConnection(socket, socket.connectionLogger)) return;
+  gateway.handshakes.add(socket, socket.remoteAddress);
+  socket.once('close', () => gateway.handshakes.done(socket));
+}
+
+/** The handshakes in progress, under limits.maxHandshakes and .maxHandshakesPerAddress, each timed (tls-handshakes.js). */
+function pendingHandshakes(gateway) {
+  return new PendingHandshakes({
+    limits: () => gateway.config.limits,
+    onClosed(socket, why, detail) {
+      socket.refused = true; // its tlsClientError (a hang-up) is not logged again
+      const { limits } = gateway.config;
+      if (why === 'timeout') {
+        gateway.metrics.connectionsRefused.inc({ reason: 'tls' });
+        const ms = Math.min(limits.handshakeTimeoutMs, limits.openTimeoutMs);
+        socket.connectionLogger.warn(`TLS handshake failed: not finished within ${ms} ms (limits.handshakeTimeoutMs)`, { peer: socket.peerAddress });
+        return;
+      }
+      gateway.metrics.connectionsRefused.inc({ reason: 'handshakes' });
+      socket.connectionLogger.warn('TLS handshake closed to make room: too many in progress (limits.maxHandshakes, limits.maxHandshakesPerAddress)', {
+        peer: socket.peerAddress, ...detail,
+      });
+    },
+  });
 }
 
 /**

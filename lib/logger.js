@@ -112,4 +112,22 @@ function applyLogSettings(logger, { level, console: toConsole = true, file = nul
   if (!toConsole && next === null) logger.add(Object.assign(new winston.transports.Console({ silent: true }), { [OWN]: 'silent' }));
 }
 
-module.exports = { createLogger, checkLogFile, applyLogSettings };
+/**
+ * Ends logger and resolves once its files have written every line (at most waitMs), so that a
+ * process about to exit keeps its last lines: the stop, and the summaries written at it.
+ */
+function closeLogger(logger, waitMs = 2000) {
+  const files = logger.transports.filter((t) => t instanceof winston.transports.File);
+  if (files.length === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    let left = files.length;
+    const done = () => { if (--left === 0) resolve(); };
+    for (const t of files) t.once('finish', done);
+    setTimeout(resolve, waitMs).unref();
+    logger.end();
+  });
+}
+
+module.exports = {
+  createLogger, checkLogFile, applyLogSettings, closeLogger,
+};

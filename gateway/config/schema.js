@@ -45,6 +45,15 @@ const LIMITS = section('per-session and listener limits', {
   maxSessions: int(1, 10_000, 64, { description: 'open sessions; further OPEN_REQs get E_AG_HOST_OFFLINE' }),
   maxConnections: int(1, 100_000, 2048, { description: 'TCP connections' }),
   openTimeoutMs: int(100, 600_000, 15_000, { description: 'a connection must send OPEN_REQ within this' }),
+  handshakeTimeoutMs: int(100, 600_000, 5000, {
+    description: 'TLS listener: a handshake must finish within this (and within openTimeoutMs)',
+  }),
+  maxHandshakes: int(1, 100_000, 256, {
+    description: 'TLS listener: handshakes in progress; past it the oldest of the address holding the most is closed',
+  }),
+  maxHandshakesPerAddress: int(1, 100_000, 32, {
+    description: 'TLS listener: handshakes in progress from one address; past it its oldest is closed',
+  }),
   partialFrameTimeoutMs: int(100, 600_000, 10_000, { description: 'a started frame must complete within this' }),
   defaultIdleTimeoutMs: int(IDLE_TIMEOUT_RANGE.min, IDLE_TIMEOUT_RANGE.max, 60_000, {
     description: 'idle timeout when OPEN_REQ.IdleTimeout is 0 or out of range',
@@ -346,6 +355,16 @@ const SCHEMA = {
         type: ['integer', 'null'], minimum: 0, maximum: 65535, default: 8080, description: 'null = no admin listener',
         'x-env': 'GED145_ADMIN_PORT', 'x-flag': flag('admin-port', 'N', 'admin HTTP port: /health /ready /sessions /metrics'),
         'x-must': 'must be a port number or null',
+      },
+      hosts: {
+        type: 'array',
+        items: { type: 'string', pattern: '^\\.?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$',
+          'x-must': 'must be a host name (no port, no scheme), such as gw1.example.com or .ops.example.com',
+        },
+        default: [],
+        description: 'names the admin port answers besides IP addresses, localhost, this machine\'s hostname and admin.host; '
+          + '".example.com" takes its subdomains; others get 421 (DNS rebinding)',
+        'x-must': 'must be a list of host names',
       },
     }),
     log: section('logging', {

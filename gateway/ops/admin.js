@@ -4,9 +4,54 @@
 // /sessions, /metrics.
 
 const http = require('node:http');
+const net = require('node:net');
+const os = require('node:os');
 const express = require('express');
 const { listenError } = require('../../lib/errors');
+const { LogThrottle } = require('../../lib/log-throttle');
 const { statusPage } = require('./status-page');
+
+/**
+ * DNS rebinding: a web page an operator opens points its own name at this address, and the
+ * browser, seeing one origin, lets the page read /status, /sessions and /metrics. Such a request
+ * always names the attacker's host in Host. So the port answers only the names it serves: an IP
+ * address (what a scraper or a probe uses, and no page's origin can be), localhost and *.localhost
+ * (the browser resolves those itself), this machine's hostname, admin.host, and admin.hosts (a
+ * name a reverse proxy or Prometheus uses; ".example.com": that name and its subdomains). A request
+ * without Host (HTTP/1.0) comes from no browser and is answered. Anything else gets 421
+ * Misdirected Request: this server does not answer for that authority.
+ */
+function servedNames({ host, hosts = [] }) {
+  const names = new Set(['localhost', os.hostname().toLowerCase(), ...hosts.map((h) => h.toLowerCase())]);
+  if (net.isIP(host) === 0) names.add(host.toLowerCase());
+  const suffixes = [...names].filter((n) => n.startsWith('.'));
+  for (const s of suffixes) names.add(s.slice(1)); // ".example.com" is example.com and its subdomains
+  return (hostHeader) => {
+    if (hostHeader === undefined) return true;
+    let name = hostHeader.toLowerCase();
+    if (name.startsWith('[')) return net.isIPv6(name.slice(1, name.indexOf(']'))); // [::1]:8080
+    const colon = name.lastIndexOf(':');
+    if (colon !== -1) name = name.slice(0, colon);
+    if (name.endsWith('.')) name = name.slice(0, -1);
+    if (net.isIPv4(name) || names.has(name) || name.endsWith('.localhost')) return true;
+    return suffixes.some((s) => name.endsWith(s));
+  };
+}
+
+function refuseOtherHosts(admin, log) {
+  const served = servedNames(admin);
+  const throttle = new LogThrottle();
+  return (req, res, next) => {
+    if (served(req.headers.host)) return next();
+    const n = throttle.hit('host');
+    if (n && log) {
+      log.warn('admin request refused: its Host is not a name this port serves (add it to admin.hosts if it is yours)', {
+        host: String(req.headers.host).slice(0, 100), path: req.path, count: n,
+      });
+    }
+    return res.status(421).json({ error: 'misdirected request: this admin port does not serve that Host (admin.hosts)' });
+  };
+}
 
 /**
  * createAdminApp({health(), notReady(), sessions(), metrics()}) — each a function, so the same app
@@ -14,9 +59,11 @@ const { statusPage } = require('./status-page');
  */
 function createAdminApp({
   health = () => ({}), notReady, sessions, metrics, status, contentType = 'text/plain; version=0.0.4; charset=utf-8',
+  admin = { host: '127.0.0.1', hosts: [] }, log = null,
 }) {
   const app = express();
   app.disable('x-powered-by');
+  app.use(refuseOtherHosts(admin, log));
   app.get('/', (req, res) => {
     // The page and everything it needs, from this host only: no script, style or font elsewhere.
     res.set('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:");
@@ -60,15 +107,16 @@ function createAdminApp({
 }
 
 /**
- * The admin port of a gateway or a cluster primary: {host, port} from config.admin (port null:
- * none, and null is returned), sources as createAdminApp takes them. Logs where it listens;
+ * The admin port of a gateway or a cluster primary: {host, port, hosts} from config.admin (port
+ * null: none, and null is returned), sources as createAdminApp takes them. Logs where it listens;
  * resolves {port, close()}; a failed listen is an OperatorError naming the address.
  */
-async function startAdmin({ host, port }, log, sources) {
+async function startAdmin(admin, log, sources) {
+  const { host, port } = admin;
   if (port === null) return null;
   let server;
   try {
-    server = await listenAdmin(createAdminApp(sources), port, host);
+    server = await listenAdmin(createAdminApp({ ...sources, admin, log }), port, host);
   } catch (err) {
     throw listenError(err, host, port);
   }

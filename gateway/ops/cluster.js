@@ -404,6 +404,7 @@ async function startCluster(config, { log, listenFd = null } = {}) {
       },
       listener: { host: running.host, port, tls: running.tls.cert !== null, deadlineMs: running.deadlineMs },
       warnings: recent.lines,
+      connectionWarnings: recent.connectionLines,
     }, answers.filter((a) => a.data && a.data.processes).map((a) => a.data));
     // A worker that did not answer is named: a row of its own, no figures.
     for (const a of answers) if (a.data === undefined) merged.processes.push({ role: 'gateway', ...noAnswer(a.worker) });

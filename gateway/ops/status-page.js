@@ -47,6 +47,7 @@ function statusPage() {
   <section><h2>Outcomes and subtypes (last 5 minutes)</h2><div class="scroll"><table id="outcomes"></table></div></section>
   <section><h2>Processes</h2><div class="scroll"><table id="processes"></table></div><div id="config" class="mute"></div></section>
   <section><h2>Recent warnings and errors</h2><div class="scroll"><ul id="warnings"></ul></div></section>
+  <section><h2>Connections refused or failed before a session</h2><div class="scroll"><ul id="connection-warnings"></ul></div></section>
 </main>
 <script>${SCRIPT}</script>
 </body></html>

@@ -10,6 +10,7 @@
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 const winston = require('winston');
 const { version: VERSION } = require('../../package.json');
+const { NOISE } = require('../session/connection-log');
 
 const WINDOW_S = 300;
 /** Upper bounds of the latency buckets, ms; the last one (null in JSON) takes the rest. */
@@ -104,16 +105,24 @@ function secondJson(s) {
   };
 }
 
-/** The last warnings and errors logged, for the page (a winston transport). */
+/**
+ * The last warnings and errors logged, for the page (a winston transport), in two lists: the
+ * lines about connections that never became a session (refusals, failed handshakes, missing or
+ * refused OPEN_REQs, and their summaries: session/connection-log.js), which any host that reaches
+ * the port can cause by the thousand, apart from the rest, so that such a flood cannot push a
+ * refused reload or a failing backend off the page.
+ */
 class RecentLines extends winston.Transport {
   constructor() {
     super({ level: 'warn' });
     this.lines = [];
+    this.connectionLines = [];
   }
 
   log(info, callback) {
-    this.lines.push({ at: new Date().toISOString(), level: info.level, message: String(info.message) });
-    if (this.lines.length > RECENT_LINES) this.lines.shift();
+    const list = info[NOISE] === true ? this.connectionLines : this.lines;
+    list.push({ at: new Date().toISOString(), level: info.level, message: String(info.message) });
+    if (list.length > RECENT_LINES) list.shift();
     callback();
   }
 }
@@ -211,8 +220,14 @@ function mergeStatus(primary, workers) {
     history: { bounds: workers.length > 0 ? workers[0].history.bounds : [], seconds: [...byT.values()].sort((a, b) => a.t - b.t) },
     backend: workers.map((w) => ({ pid: w.processes[0].pid, ...w.backend })),
     handlers: mergeHandlers(workers.map((w) => w.handlers || {})),
-    warnings: [...primary.warnings, ...workers.flatMap((w) => w.warnings)].sort((a, b) => (a.at < b.at ? -1 : 1)).slice(-RECENT_LINES),
+    warnings: lastOf([primary, ...workers], 'warnings'),
+    connectionWarnings: lastOf([primary, ...workers], 'connectionWarnings'),
   };
+}
+
+/** The last RECENT_LINES of the processes' lists under key, oldest first. */
+function lastOf(statuses, key) {
+  return statuses.flatMap((s) => s[key] || []).sort((a, b) => (a.at < b.at ? -1 : 1)).slice(-RECENT_LINES);
 }
 
 /** Handler faults per route over several processes: counts added, the latest error kept. */

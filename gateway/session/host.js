@@ -8,6 +8,9 @@
 //   log, metrics      a winston logger and a Metrics
 //   resolver          what queries are dispatched to: a backend Dispatcher (backend/handle.js)
 //   profile, serialize the wire numbering (config `protocol`) and its serializer
+//   connectionLog     the process-wide log budget for what any peer can cause (connection-log.js)
+
+const { ConnectionLog } = require('./connection-log');
 
 class SessionHost {
   constructor({
@@ -19,6 +22,7 @@ class SessionHost {
     this.resolver = resolver;
     this.profile = profile;
     this.serialize = serialize;
+    this.connectionLog = new ConnectionLog(log);
   }
 
   /** At OPEN_REQ: null, or the reason the session may not open. Admitting counts the session until releaseSession(). */

@@ -51,7 +51,8 @@ const BARRIERS = new Set([T.OPEN_REQ, T.CLOSE_REQ]);
  */
 
 class Session {
-  constructor(socket, gateway) {
+  /** log: the connection's logger from the gateway's connection log budget (connection-log.js), given when it was accepted. */
+  constructor(socket, gateway, log = gateway.connectionLog.accept(socket.remoteAddress)) {
     this.id = nextSessionId++;
     this.socket = socket;
     this.gateway = gateway;
@@ -59,7 +60,7 @@ class Session {
     // Per connection, as when it was accepted (a reload applies them to new connections); the
     // deadline, the resolver, duplicates and the versions are read per message, so a reload reaches them at once.
     this.limits = config.limits;
-    this.log = gateway.log;
+    this.log = log;
     this.debug = this.log.isLevelEnabled('debug');
     this.metrics = gateway.metrics;
     this.throttle = new LogThrottle();
@@ -271,6 +272,7 @@ class Session {
     this.idleTimeoutMs = agreed.idleTimeoutMs;
     this.link.setIdleTimeout(this.idleTimeoutMs);
     this.send(this.serialize.openConf(msg.invokeId));
+    this.log.sessionOpened();
     this.log.info('session opened', {
       session: this.id,
       peer: this.peer,

@@ -225,8 +225,10 @@
     const reload = st.config.lastReload;
     replace($('config'), `config: ${st.config.file || 'none (defaults, environment, flags)'} · last reload: `,
       reload === null ? 'none' : h('span', { class: reload.ok ? 'ok' : 'bad' }, `${time(reload.at)} ${reload.ok ? 'applied' : `refused: ${reload.error}`}`));
-    replace($('warnings'), st.warnings.length === 0 ? h('li', { class: 'mute' }, 'none') : st.warnings.slice().reverse()
+    const lines = (list) => (list.length === 0 ? h('li', { class: 'mute' }, 'none') : list.slice().reverse()
       .map((w) => h('li', { class: w.level === 'error' ? 'bad' : 'warn' }, `${time(w.at)} ${w.message}`)));
+    replace($('warnings'), lines(st.warnings));
+    replace($('connection-warnings'), lines(st.connectionWarnings || []));
   }
 
   let failures = 0;
