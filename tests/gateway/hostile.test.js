@@ -18,24 +18,8 @@ const { tmpDir } = require('../helpers/tmp');
 const { WireClient } = require('../helpers/wire');
 const { makeCerts } = require('../helpers/certs');
 const {
-  flood, stallHandshakes, loopbacks, routerWithin,
+  flood, stallHandshakes, loopbacks, routerWithin, countedByKind,
 } = require('../helpers/hostile');
-
-const KINDS = {
-  allowlist: /^connection refused: address not on the allowlist/,
-  'open-timeout': /^no OPEN_REQ within/,
-  'open-refused': /^OPEN_REQ refused/,
-};
-
-/** Lines written one by one plus those a summary counts, per kind. */
-function countedByKind(lines) {
-  const n = {};
-  for (const [kind, re] of Object.entries(KINDS)) {
-    n[kind] = lines.filter((l) => re.test(l.message)).length
-      + lines.filter((l) => l.kind === kind && typeof l.count === 'number').reduce((a, l) => a + l.count, 0);
-  }
-  return n;
-}
 
 const getJson = (port, p) => fetch(`http://127.0.0.1:${port}${p}`).then((r) => r.json());
 
@@ -61,7 +45,7 @@ describe('hostile connections', function () {
       for (let i = 0; i < 100 && !logged(); i++) await new Promise((r) => setTimeout(r, 50));
       fs.writeFileSync(file, good);
       const t0 = Date.now();
-      await Promise.all([
+      const [, silent, version] = await Promise.all([
         flood(Number(port), 1000, '127.0.0.2', 'allowlist'),
         flood(Number(port), 1000, '127.0.0.3', 'silent'),
         flood(Number(port), 1000, '127.0.0.3', 'version'),
@@ -76,13 +60,22 @@ describe('hostile connections', function () {
       assert.ok(status.warnings.some((w) => /reload refused/.test(w.message)), JSON.stringify(status.warnings));
       assert.ok(status.connectionWarnings.length > 0, 'the connection lines have a list of their own');
       assert.ok(!status.warnings.some((w) => /allowlist|OPEN_REQ/.test(w.message)), JSON.stringify(status.warnings));
-      assert.match(await fetch(`http://127.0.0.1:${adminPort}/metrics`).then((r) => r.text()), /ged145_connections_refused_total\{reason="allowlist"\} 1000/);
+      // The kernel may reset a few when the gateway's accept queue is full: counted are those that reached it.
+      const refused = Number(/ged145_connections_refused_total\{reason="allowlist"\} (\d+)/.exec(await fetch(`http://127.0.0.1:${adminPort}/metrics`).then((r) => r.text()))[1]);
+      assert.ok(refused > 900 && silent > 900 && version > 900, `${refused} refused, ${silent} and ${version} answered`);
       gw.kill('SIGTERM'); // the summaries of the window still open are written at the stop
       await gw.exited;
       const size = fs.statSync(logFile).size;
       const lines = fs.readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
       assert.ok(size < 200 * 1024, `${size} bytes of log for 3,000 connections in ${floodMs} ms`);
-      assert.deepEqual(countedByKind(lines), { allowlist: 1000, 'open-timeout': 1000, 'open-refused': 1000 });
+      // Every connection accounted for, line by line or in a summary: each refusal; each session's
+      // start and end; each hostile session's end, by its open timeout or its refused OPEN (under
+      // load a slow OPEN_REQ may meet the open timeout first), all but the router's.
+      const n = countedByKind(lines);
+      assert.equal(n.allowlist, refused);
+      assert.equal(n.connected, n.closed);
+      assert.equal(n['open-timeout'] + n['open-refused'], n.connected - 1);
+      assert.ok(n['open-timeout'] >= silent * 0.9 && n['open-refused'] >= version * 0.9, JSON.stringify({ n, silent, version }));
       const summary = lines.find((l) => l.kind === 'allowlist');
       assert.match(summary.message, /^\d+ connections refused by the allowlist in the last 10 s, not logged one by one; e\.g\. 127\.0\.0\.2$/);
       assert.ok(lines.some((l) => l.message === 'session opened' && l.connectInfo === 'side-A'), 'the router\'s session is logged');
