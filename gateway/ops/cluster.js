@@ -38,7 +38,7 @@ const { Metrics } = require('./metrics');
 const warmup = require('./warmup');
 const { startAdmin } = require('./admin');
 const { RecentLines, ProcessStatus, mergeStatus } = require('./status');
-const { createLogger, applyLogSettings } = require('../../lib/logger');
+const { createLogger, applyLogSettings, closeLogger } = require('../../lib/logger');
 const { compileConfig } = require('../config');
 const { guardProcess } = require('./process-guard');
 
@@ -88,10 +88,11 @@ async function runWorker(config) {
     } else if (msg && msg.type === ASK && msg.what === 'sessions') {
       process.send({ type: ANSWER, id: msg.id, data: gateway.toJSON().map((s) => ({ ...s, pid: process.pid })) });
     } else if (msg && msg.type === ASK && msg.what === 'shutdown') {
-      gateway.shutdown('primary asked').then(() => process.exit(0));
+      gateway.shutdown('primary asked').then(() => closeLogger(log)).then(() => process.exit(0));
     }
   });
-  const stop = () => gateway.shutdown('signal').then(() => process.exit(0));
+  // The log file keeps the last lines (the stop, the connection summaries written at it).
+  const stop = () => gateway.shutdown('signal').then(() => closeLogger(log)).then(() => process.exit(0));
   process.once('SIGTERM', stop);
 }
 
