@@ -3,9 +3,11 @@
 // From a query to an outcome, keeping calls routing while the backend degrades:
 //   1. a fresh cached answer (cache.ttlMs) answers without the backend;
 //   2. otherwise the backend (with its breakers, origins and retry: backend.js);
-//   3. when the backend fails (5xx, unreachable, reset, invalid answer, an open circuit, the
-//      deadline), a stale cached answer (younger than ttlMs + staleIfErrorMs), else the fallback
-//      answer, else the failure itself (E_AG_HOST_ERROR1). A 4xx stays E_AG_HOST_ERROR2 unless
+//   3. when the backend fails (5xx, 429, unreachable, reset, invalid answer, an open circuit, a
+//      pause the origin asked for or the rate learnt from its 429s, the deadline),
+//      a stale cached answer (younger than ttlMs + staleIfErrorMs), else the fallback
+//      answer, else the failure itself (E_AG_HOST_ERROR1). The API's own 4xx (backend/statuses.js)
+//      stays E_AG_HOST_ERROR2 unless
 //      fallback.on4xx. Each setting may be a route's own (routes.<subtype>.fallback, .cache).
 // Outcomes carry `source` ('cache', 'stale', 'fallback') so the session counts them apart.
 
@@ -42,6 +44,7 @@ class QueryResolver extends Dispatcher {
       });
     }
     if (metrics) metrics.cacheSize = () => (this.cache === null ? null : this.cache.toJSON());
+    if (metrics) metrics.backendHealth = () => this.backend.health;
   }
 
   /** The fallback and cache settings that apply to q: its route's, else the top level's. */
@@ -104,7 +107,11 @@ class QueryResolver extends Dispatcher {
   toJSON() {
     const { backend } = this;
     return {
-      ...backend.health.toJSON(), circuits: backend.breakers.toJSON(), ...backend.toJSON(), cache: this.cache === null ? null : this.cache.toJSON(),
+      ...backend.health.toJSON(),
+      circuits: backend.breakers.toJSON(),
+      pacing: backend.breakers.pacingJSON(),
+      ...backend.toJSON(),
+      cache: this.cache === null ? null : this.cache.toJSON(),
     };
   }
 

@@ -7,7 +7,7 @@ const { performance } = require('node:perf_hooks');
 const {
   queryJson, fillTemplate, fillBody, encodeSegment, mapResponse,
 } = require('./request');
-const { JSON_FORMAT, NotInFormat, readBody } = require('./formats');
+const { NotInFormat, readBody } = require('./formats');
 const { createEngine, engineOptions, ACCEPT_ENCODING } = require('./engines');
 const { asAbortSignal } = require('./abort');
 const { text: { printable } } = require('../../lib/protocol');
@@ -16,9 +16,13 @@ const { Breakers } = require('./breakers');
 const { LogThrottle } = require('../../lib/log-throttle');
 const { messageOf, BackendRequestError, PlaceholderError } = require('../../lib/errors');
 const {
-  ok, appError, hostError, httpReason, REASON, KIND, gaveUp,
+  ok, appError, hostError, REASON, KIND, gaveUp,
 } = require('./outcome');
 const { createCredentials } = require('./auth');
+const {
+  statusMap, kindOf, statusReason, errorText, formatOf, UNAUTHORIZED,
+} = require('./statuses');
+const { parseRetryAfter } = require('./pace');
 const { reasonOf } = require('./engines/errors');
 const { hideCallerData } = require('../../lib/redact');
 const { isObject } = require('../../lib/objects');
@@ -44,8 +48,8 @@ function blames(err, budgetMs) {
   return true;
 }
 
-/** A request that surely never reached the backend (no connection, or its circuit refused it): safe to send again. */
-const NOT_SENT = new Set([REASON.UNREACHABLE, REASON.CIRCUIT_OPEN]);
+/** A request that surely never reached the backend (no connection, its circuit or its pace refused it): safe to send again. */
+const NOT_SENT = new Set([REASON.UNREACHABLE, REASON.CIRCUIT_OPEN, REASON.PAUSED, REASON.OVER_RATE]);
 
 class Backend {
   /** log and metrics are optional (the warm-up runs without them). */
@@ -75,10 +79,11 @@ class Backend {
     this.setBaseUrl(config.backend.url);
     // backend.headers and backend.auth go to backend.url's origins only, and to a route that asks for them (scope.js).
     this.scope = new CredentialScope(this.targets.map((t) => t.origin));
-    // A reload to the same backend keeps what the queries found of it: /health and ged145_backend_up say the same.
-    const same = previous !== null && JSON.stringify(previous.targets) === JSON.stringify(this.targets);
+    // A reload keeps what the queries found of the origins it still calls: /health and ged145_backend_up say the same.
+    const called = new Set(this.targets.map((t) => t.origin));
+    for (const route of config.compiledRoutes.values()) if (route.template !== undefined) called.add(route.template.origin);
     this.health = new BackendHealth({
-      log, metrics, instead, previous: previous === null ? null : previous.health, keepState: same,
+      log, instead, previous: previous === null ? null : previous.health, keeps: (origin) => called.has(origin),
     });
     this.baseHeaders = { ...JSON_HEADERS, ...runtime.headers };
     const availability = config.availability || { breaker: { enabled: false }, retry: { enabled: false, minRemainingMs: 0 } };
@@ -93,7 +98,21 @@ class Backend {
         return route === undefined || route.breaker === undefined ? availability.breaker : route.breaker;
       },
       known: (subtype) => routes.has(subtype),
+      pacing: { retryAfter: config.backend.retryAfter || NO_RETRY_AFTER, adaptiveRate: config.backend.adaptiveRate || NO_ADAPTIVE_RATE },
+      health: this.health,
     });
+    // What a status means for the default contract (statuses.js): backend.statuses and errorPath,
+    // or a contract route's own.
+    this.contract = { statuses: statusMap(config.backend.statuses), errorPath: config.backend.errorPath || 'error', mapping: null };
+    this.contractSpecs = new Map(); // subtype -> its own {statuses, errorPath, mapping}
+    for (const [subtype, route] of this.routes) {
+      if (route.kind !== 'contract' || (route.statuses === null && route.errorPath === null)) continue;
+      this.contractSpecs.set(subtype, {
+        statuses: route.statuses === null ? this.contract.statuses : route.statuses,
+        errorPath: route.errorPath === null ? this.contract.errorPath : route.errorPath,
+        mapping: null,
+      });
+    }
     // Credentials: one per distinct backend.auth / routes.<subtype>.auth, shared by the routes that name the same.
     this.credentials = new Map();
     const taken = previous === null ? new Map() : previous.credentials;
@@ -189,20 +208,24 @@ class Backend {
     const body = JSON.stringify(queryJson(q));
     const suffix = q.subtype === undefined ? '/query' : `/query/${encodeSegment('subtype', q.subtype)}`;
     const order = this.candidates();
-    if (order.length === 1) return this.sendContract(order[0], q, body, suffix, signal, deadlineAt, false);
-    return this.callOrigins(q, order, body, suffix, signal, deadlineAt);
+    const spec = this.contractSpecs.size === 0 || q.subtype === undefined ? this.contract : this.contractSpecs.get(q.subtype) || this.contract;
+    if (order.length === 1) return this.sendContract(order[0], q, body, suffix, signal, deadlineAt, false, spec);
+    return this.callOrigins(q, order, body, suffix, signal, deadlineAt, spec);
   }
 
-  /** The default contract's POST to one base URL, through its circuit for q's subtype (elsewhere: another origin may take it). */
-  sendContract({ origin, basePath }, q, body, suffix, signal, deadlineAt, elsewhere) {
+  /**
+   * The default contract's POST to one base URL, through its lane for q's subtype (elsewhere:
+   * another origin may take it); spec: what its statuses mean.
+   */
+  sendContract({ origin, basePath }, q, body, suffix, signal, deadlineAt, elsewhere, spec) {
     const request = {
       origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal, group: signal.group,
     };
-    return this.breakers.run(origin, q.subtype, () => this.send(request, null, this.auth, deadlineAt), elsewhere);
+    return this.breakers.run(origin, q.subtype, () => this.send(request, spec, this.auth, deadlineAt), elsewhere);
   }
 
   /** callContract over two origins or more, in order. */
-  async callOrigins(q, order, body, suffix, signal, deadlineAt) {
+  async callOrigins(q, order, body, suffix, signal, deadlineAt, spec) {
     // Origins whose circuit is open for this subtype are skipped; if all are, the first is sent anyway.
     const tries = order.filter((t) => !this.breakers.isOpen(t.origin, q.subtype));
     if (tries.length === 0) tries.push(order[0]);
@@ -210,7 +233,7 @@ class Backend {
     for (let i = 0; i < tries.length; i++) {
       const { origin } = tries[i];
       const last = i === tries.length - 1 || !this.retry.enabled;
-      outcome = await this.sendContract(tries[i], q, body, suffix, signal, deadlineAt, !last);
+      outcome = await this.sendContract(tries[i], q, body, suffix, signal, deadlineAt, !last, spec);
       if (last || !NOT_SENT.has(outcome.reason) || deadlineAt - performance.now() < this.retry.minRemainingMs) return outcome;
       if (this.metrics) this.metrics.backendRetries.inc();
       if (this.debugEnabled()) {
@@ -264,8 +287,12 @@ class Backend {
       if (err instanceof BackendRequestError) return err.outcome;
       if (signal.aborted) return hostError(REASON.ABORTED, 'backend aborted');
       if (moduleSignal.aborted) return hostError(REASON.TIMEOUT, `handler did not answer within ${route.timeoutMs} ms (the route's timeoutMs)`);
-      const status = err && Number(err.status || err.statusCode);
-      if ((err && err.appError) || (status >= 400 && status < 500)) return appError(String(err.message || 'rejected'));
+      if (err && err.appError) return appError(String(err.message || 'rejected'));
+      const status = err ? Number(err.status || err.statusCode) : NaN;
+      if (status >= 100 && status < 600) {
+        const thrown = this.thrownStatus(route, status, err);
+        if (thrown !== null) return thrown;
+      }
       // The handler's own words stay in the host's log (caller data hidden under log.redact); the router gets E_AG_HOST_ERROR1.
       const n = this.throttle.hit('module-error');
       if (n && this.log) {
@@ -274,6 +301,23 @@ class Backend {
       }
       return hostError(REASON.MODULE_ERROR, 'handler module failed');
     }
+  }
+
+  /**
+   * A handler's thrown error that carries an HTTP status (err.status or err.statusCode), read as
+   * the route's statuses say, else as the default table does without a body (the handler chose
+   * to throw: a 4xx but 408 and 429 is its "no"); null for a status that means a failure of the
+   * handler (the caller then gets module_error, logged).
+   */
+  thrownStatus(route, status, err) {
+    const mapped = route.statuses === null ? undefined : route.statuses.get(status);
+    const text = String(err.message || 'rejected');
+    if (mapped === KIND.APP_ERROR) return appError(text);
+    if (mapped === KIND.OK) return ok({});
+    if (mapped === KIND.HOST_ERROR) return hostError(statusReason(status), `handler module answered HTTP ${status}`);
+    if (status >= 400 && status < 500 && status !== 408 && status !== 429) return appError(text);
+    if (status === 408 || status === 429) return hostError(statusReason(status), `handler module answered HTTP ${status}`);
+    return null;
   }
 
   /**
@@ -319,13 +363,13 @@ class Backend {
     const outcome = await this.breakers.run(request.origin, from.subtype, async () => {
       const res = await this.exchange(request, auth, from.deadlineAt);
       if (res.kind !== undefined) return res;
-      // A 5xx, 401 or 403 counts against the origin as it does for a route; the handler still gets the answer.
-      const { status } = res;
+      // An answer counts for or against the origin as the route's statuses say (statuses.js); the handler still gets it.
+      const kind = kindOf(res.status, res.text, from.route);
       let failure = null;
-      if (status === 401 || status === 403) failure = this.unauthorized(status, request.origin);
-      else if (status >= 500) failure = this.httpFailure(status, request.origin);
-      else this.health.success();
-      return { kind: failure === null ? KIND.OK : KIND.HOST_ERROR, blame: failure !== null, response: res };
+      if (kind === UNAUTHORIZED) failure = this.unauthorized(res.status, request.origin);
+      else if (kind === KIND.HOST_ERROR) failure = this.httpFailure(res, request.origin);
+      if (failure === null) return { kind: KIND.OK, blame: false, response: res };
+      return { ...failure, response: res };
     });
     if (outcome.response === undefined) throw new BackendRequestError(outcome);
     const { status, text } = outcome.response;
@@ -333,19 +377,19 @@ class Backend {
   }
 
   /**
-   * One backend request, its credentials added, classified as an outcome for the route (null: the
-   * default contract).
+   * One backend request, its credentials added, classified as an outcome for spec (a compiled
+   * route, or the contract's {statuses, errorPath, mapping: null}).
    */
-  send(request, route, credentials, deadlineAt) {
+  send(request, spec, credentials, deadlineAt) {
     if (credentials !== null) {
-      return this.exchange(request, credentials, deadlineAt).then((res) => (res.kind !== undefined ? res : this.classify(res, route, request.origin)));
+      return this.exchange(request, credentials, deadlineAt).then((res) => (res.kind !== undefined ? res : this.classify(res, spec, request.origin)));
     }
     // Without credentials, exchange() is one request: its answer is classified in the engine's own continuation.
     this.stats(request.origin).requests++;
     const started = performance.now();
     return this.engine.request(request).then((res) => {
       this.observeAnswer(res.status, started);
-      return this.classify(res, route, request.origin);
+      return this.classify(res, spec, request.origin);
     }, (err) => this.noAnswer(err, request));
   }
 
@@ -396,7 +440,6 @@ class Backend {
     const reason = err.reason || REASON.ERROR;
     const blame = blames(err, reason === REASON.TIMEOUT ? request.timeoutMs : this.deadlineMs);
     const detail = err.detail ? `${err.detail} (${request.origin})` : null;
-    if (blame) this.health.failure(detail ? `${reason}: ${err.detail}` : reason);
     if (reason !== REASON.ABORTED && this.metrics) this.metrics.observeBackend('error', null);
     const outcome = hostError(reason, `backend ${reason.replace(/_/g, ' ')}`, blame, detail);
     if (reason !== REASON.ABORTED) this.failed(request.origin, outcome);
@@ -418,38 +461,27 @@ class Backend {
     return outcome;
   }
 
-  /** An HTTP answer -> an outcome: route.statuses over the defaults (2xx ok, 401/403 unauthorized, other 4xx app_error, the rest host_error). */
-  classify({ status, text }, route, origin) {
-    const mapped = route === null || route.statuses === null ? undefined : route.statuses.get(status);
-    const kind = mapped === undefined ? defaultKind(status) : mapped;
-    const format = formatOf(route);
+  /** An HTTP answer -> an outcome, as statuses.js reads its status for spec; a 2xx read in the route's format (formats.js). */
+  classify(res, spec, origin) {
+    const { status, text } = res;
+    const kind = kindOf(status, text, spec);
     if (kind === KIND.OK) {
+      const format = formatOf(spec);
       let doc = readBody(format, text);
       if (doc instanceof NotInFormat) {
-        if (mapped === KIND.OK && text.trim() === '') doc = {}; // a mapped status with no body answers empty
+        if (text.trim() === '' && spec.statuses !== null && spec.statuses.get(status) === KIND.OK) doc = {}; // a mapped status with no body answers empty
         else return this.badAnswer(origin, format, doc.problem);
       }
-      this.health.success();
-      const mapping = route === null ? null : route.mapping;
+      const { mapping } = spec;
       return ok(mapping ? mapResponse(mapping, doc, format.path) : doc);
     }
-    if (kind === KIND.APP_ERROR) {
-      // A status `statuses` makes an app_error is the API's "no" only in the API's own words: a
-      // body in the route's format (not a proxy's page) that does not say the server failed.
-      if (mapped === KIND.APP_ERROR && text.length > 0) {
-        const doc = readBody(format, text);
-        if (doc instanceof NotInFormat || format.serverFault(doc)) return this.httpFailure(status, origin);
-      }
-      this.health.success(); // a deliberate "no" is an answer
-      return appError(appErrorText(format, text, route === null ? 'error' : route.errorPath, status), undefined, status);
-    }
-    if (mapped === undefined && (status === 401 || status === 403)) return this.unauthorized(status, origin);
-    return this.httpFailure(status, origin);
+    if (kind === KIND.APP_ERROR) return appError(errorText(text, spec, status), undefined, status); // a deliberate "no" is an answer
+    if (kind === UNAUTHORIZED) return this.unauthorized(status, origin);
+    return this.httpFailure(res, origin);
   }
 
   /** 401 or 403: the gateway's own credentials were refused, which is no answer about the caller. */
   unauthorized(status, origin) {
-    this.health.failure(`unauthorized: HTTP ${status}`);
     const outcome = hostError(REASON.UNAUTHORIZED, `backend refused the gateway's credentials (HTTP ${status})`, true, `HTTP ${status} (${origin})`);
     this.failed(origin, outcome);
     this.warnEvery(`unauthorized ${origin}`, `backend ${origin} refused the gateway's credentials (HTTP ${status}); check backend.auth`
@@ -457,16 +489,29 @@ class Backend {
     return outcome;
   }
 
-  httpFailure(status, origin) {
-    this.health.failure(`HTTP ${status}`);
-    const outcome = hostError(httpReason(status), `backend HTTP ${status}`, true);
+  /**
+   * An HTTP answer that is a host error: evidence against the origin, with its Retry-After (429,
+   * 503) for the lane's pace. A 429 or 408 (or a 4xx that is a proxy's page) is warned about once
+   * per WARN_EVERY_MS per origin: a 5xx is the circuit's and the health's to tell.
+   */
+  httpFailure({ status, retryAfter }, origin) {
+    const reason = statusReason(status);
+    const outcome = hostError(reason, `backend HTTP ${status}`, true);
+    if ((status === 429 || status === 503) && retryAfter !== undefined) {
+      const ms = parseRetryAfter(retryAfter);
+      if (ms !== undefined) outcome.retryAfterMs = ms;
+    }
     this.failed(origin, outcome);
+    if (status < 500) {
+      const what = status === 429 ? 'rate limited the gateway' : `answered HTTP ${status} with a body that is not the API's`;
+      this.warnEvery(`${reason} ${origin}`, `backend ${origin} ${what} (${reason}): no answer about the caller, the router gets`
+        + ` ${this.health.instead}${outcome.retryAfterMs === undefined ? '' : `; its Retry-After asks for a pause of ${outcome.retryAfterMs} ms`}`);
+    }
     return outcome;
   }
 
   /** A body not in the route's format (formats.js): bad_json, bad_xml. */
   badAnswer(origin, format, what) {
-    this.health.failure(`bad ${format.name.toUpperCase()}`);
     const outcome = hostError(format.reason, `backend answered with ${what}`, true);
     this.failed(origin, outcome);
     return outcome;
@@ -515,10 +560,17 @@ class Backend {
     return null;
   }
 
+  /** Per origin: its figures and its health (its state, and each route's: health.js). */
   toJSON() {
     const origins = {};
+    const health = this.health.originsJSON();
     for (const [origin, s] of this.origins) {
-      origins[origin] = { ...s, byReason: { ...s.byReason }, lastErrorAt: s.lastErrorAt === null ? null : new Date(s.lastErrorAt).toISOString() };
+      origins[origin] = {
+        ...(health[origin] || { state: 'reachable', routes: [] }),
+        ...s,
+        byReason: { ...s.byReason },
+        lastErrorAt: s.lastErrorAt === null ? null : new Date(s.lastErrorAt).toISOString(),
+      };
     }
     return { origins, auth: [...this.credentials.values()].map((c) => c.status()) };
   }
@@ -533,33 +585,12 @@ class Backend {
 
 const WARN_EVERY_MS = 10_000;
 
+const NO_RETRY_AFTER = Object.freeze({ enabled: true, maxMs: 30_000 });
+const NO_ADAPTIVE_RATE = Object.freeze({ enabled: true, minPerSecond: 1, releaseAfterMs: 60_000 });
+
 const NO_RUNTIME = Object.freeze({
   tls: null, proxy: null, auth: null, headers: {},
 });
-
-/** An HTTP status's outcome kind when the route maps none. */
-function defaultKind(status) {
-  if (status >= 200 && status < 300) return KIND.OK;
-  if (status >= 400 && status < 500 && status !== 401 && status !== 403) return KIND.APP_ERROR;
-  return KIND.HOST_ERROR;
-}
-
-/** How a route's answers are read (formats.js); the default contract's are JSON. */
-const formatOf = (route) => (route === null || route.format === undefined ? JSON_FORMAT : route.format);
-
-/**
- * The text for the ERROR tag of an app_error: the text at errorPath in the body read in the
- * route's format (a SOAP fault's faultstring), else a short JSON route's body as it is, else the status.
- */
-function appErrorText(format, text, errorPath, status) {
-  const doc = readBody(format, text);
-  if (!(doc instanceof NotInFormat)) {
-    const v = format.path(doc, errorPath);
-    if (typeof v === 'string' && v.length > 0) return v;
-  }
-  return format.errorInBody && text && text.length > 0 && text.length < 256 ? text : `backend HTTP ${status}`;
-}
-
 
 /** Router-supplied text for a log field: printable, bounded. */
 const logText = (text) => (text === undefined ? undefined : printable(text, 64));

@@ -19,8 +19,10 @@
 // says nothing about the origin (the router went away, the request never left the gateway) is
 // neither: the next call probes again.
 //
-// A call sent through an open circuit (LAST) that gets an answer closes it at once, as a probe's
-// would; its failure changes nothing. Which outcomes are evidence is decided by the caller
+// A call sent through an open circuit (LAST: no other origin could take it) that gets an answer
+// closes it, as a probe's would, once the circuit has been open `minOpenMs` (5 s); its failure
+// changes nothing. Before then such calls are all LAST, no probe: a backend failing every other
+// second would otherwise open and close its one-origin circuit several times a second. Which outcomes are evidence is decided by the caller
 // (breakers.js, `verdict`); this file is only the policy, on a clock it is given (tests drive it
 // with a fake one).
 
@@ -54,6 +56,8 @@ class Circuit {
     this.bucketMs = settings.windowMs / BUCKETS;
     this.baseDelayMs = settings.halfOpenAfterMs;
     this.maxDelayMs = Math.max(settings.maxHalfOpenAfterMs, settings.halfOpenAfterMs);
+    this.minOpenMs = settings.minOpenMs === undefined ? 0 : settings.minOpenMs;
+    this.openedAt = 0;
     this.now = now;
     this.onChange = onChange;
     this.state = CLOSED;
@@ -81,6 +85,7 @@ class Circuit {
    */
   allow(anyway = false) {
     if (this.state === CLOSED) return CALL;
+    if (anyway && this.state === OPEN && this.now() - this.openedAt < this.minOpenMs) return LAST;
     if (this.state === HALF_OPEN ? this.probing : this.now() < this.probeAt) return anyway ? LAST : REFUSED;
     this.probing = true;
     if (this.state === OPEN) this.change(HALF_OPEN);
@@ -93,7 +98,7 @@ class Circuit {
    */
   record(ticket, verdict) {
     if (ticket === LAST) {
-      if (verdict === false && this.state !== CLOSED) this.close();
+      if (verdict === false && this.state !== CLOSED && this.now() - this.openedAt >= this.minOpenMs) this.close();
       return;
     }
     if (ticket === PROBE) {
@@ -151,6 +156,7 @@ class Circuit {
 
   /** Refuses calls for ms, then lets one probe through. */
   open(ms, on) {
+    if (this.state === CLOSED) this.openedAt = this.now();
     this.delayMs = ms;
     this.probeAt = this.now() + ms;
     this.openedOn = on;

@@ -1,72 +1,54 @@
 'use strict';
 
-// Whether the backend is answering, as the queries see it. A run of FAIL_AFTER host errors in a
-// row (5xx, unreachable, reset, bad JSON, deadline) makes it `failing`; the first answer (2xx or
-// 4xx) makes it `reachable` again. The failing line (a warning) says what the router gets
-// meanwhile; it comes at most once per LOG_EVERY_MS (a flapping backend cannot flood the log:
-// the next line says how many changes it folded in). The recovery after a logged failure is
-// logged when it happens, at info. Both are counted in ged145_backend_up and shown on /health.
+// Whether the backend is answering, as the queries see it, per route per origin (the lanes that
+// breakers.js keeps, each with its circuit) and derived from them: an origin is as healthy as
+// its least healthy lane, the process as its least healthy origin. A success on one origin never
+// hides another that fails (a process-wide flag reset by any answer did).
+//
+// A run of FAIL_AFTER host errors in a row on a lane (5xx, 429, unreachable, reset, bad JSON,
+// deadline) makes it `failing`; its first answer (2xx or the API's own 4xx) makes it `reachable`
+// again. The failing line (a warning) names the origin and route, what the router gets meanwhile,
+// and the origins that still answer; it comes at most once per LOG_EVERY_MS per lane (a flapping
+// backend cannot flood the log: the next line says how many changes it folded in). The recovery
+// after a logged failure is logged when it happens, at info. ged145_backend_up shows each origin
+// and lane, and the process's worst without labels, as before (ops/metrics.js reads lanes()).
 
 const FAIL_AFTER = 5;
+/** What a lane hands over to its successor at a reload. */
+const KEPT = ['state', 'since', 'consecutiveFailures', 'failuresInState', 'answers', 'lastError', 'loggedAt', 'loggedState'];
 const LOG_EVERY_MS = 10_000;
+const REACHABLE = 'reachable';
+const FAILING = 'failing';
 
-class BackendHealth {
-  /**
-   * instead: what the router gets while the backend fails ("E_AG_HOST_ERROR1", "the fallback answer"...).
-   * previous: the health this one replaces (a reload): from now on this one alone sets
-   * ged145_backend_up, and with keepState (the same backend) it goes on from the previous one's state.
-   */
-  constructor({
-    log, metrics, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, instead = 'E_AG_HOST_ERROR1', previous = null, keepState = false,
-  } = {}) {
-    this.log = log;
-    this.instead = instead;
-    this.metrics = metrics;
-    this.failAfter = failAfter;
-    this.logEveryMs = logEveryMs;
-    this.state = 'reachable';
+class LaneHealth {
+  /** board: the BackendHealth it belongs to; origin, route: which lane (route: a subtype, or '(none)'). */
+  constructor(board, origin, route) {
+    this.board = board;
+    this.origin = origin;
+    this.route = route;
+    this.state = REACHABLE;
     this.since = Date.now();
     this.consecutiveFailures = 0;
     this.failuresInState = 0; // failed queries since the state last changed
+    this.answers = 0;
     this.lastError = null;
     this.loggedAt = 0;
-    this.loggedState = 'reachable';
+    this.loggedState = REACHABLE;
     this.unlogged = 0; // changes folded into the next line
     this.logTimer = null;
-    if (previous !== null) this.takeOver(previous, keepState);
-  }
-
-  /** The gauge is one, and so is its owner: the previous health hands it over (its queries in flight still tell it). */
-  takeOver(previous, keepState) {
-    const state = previous.handOver();
-    if (keepState) Object.assign(this, state);
-    if (this.metrics) this.metrics.backendUp.set(this.state === 'reachable' ? 1 : 0);
-  }
-
-  /** What a reload's health goes on from; this one no longer sets ged145_backend_up. */
-  handOver() {
-    this.metrics = null;
-    return {
-      state: this.state,
-      since: this.since,
-      consecutiveFailures: this.consecutiveFailures,
-      failuresInState: this.failuresInState,
-      lastError: this.lastError,
-      loggedAt: this.loggedAt,
-      loggedState: this.loggedState,
-    };
   }
 
   success() {
     this.consecutiveFailures = 0;
-    if (this.state === 'failing') this.change('reachable');
+    this.answers++;
+    if (this.state === FAILING) this.change(REACHABLE);
   }
 
   failure(reason) {
     this.consecutiveFailures++;
     this.failuresInState++;
     this.lastError = reason;
-    if (this.state === 'reachable' && this.consecutiveFailures >= this.failAfter) this.change('failing');
+    if (this.state === REACHABLE && this.consecutiveFailures >= this.board.failAfter) this.change(FAILING);
   }
 
   change(to) {
@@ -76,19 +58,19 @@ class BackendHealth {
     this.state = to;
     this.since = Date.now();
     this.failuresInState = 0;
-    if (this.metrics) this.metrics.backendUp.set(to === 'reachable' ? 1 : 0);
+    this.board.changed(this);
     // Good news after a logged failure goes out at once; otherwise one line per logEveryMs.
-    if ((to === 'reachable' && this.loggedState === 'failing') || Date.now() - this.loggedAt >= this.logEveryMs) this.write({ from, failed, lasted });
+    if ((to === REACHABLE && this.loggedState === FAILING) || Date.now() - this.loggedAt >= this.board.logEveryMs) this.write({ from, failed, lasted });
     else {
       this.unlogged++;
       if (this.logTimer === null) {
-        this.logTimer = setTimeout(() => this.flush(), this.logEveryMs - (Date.now() - this.loggedAt));
+        this.logTimer = setTimeout(() => this.flush(), this.board.logEveryMs - (Date.now() - this.loggedAt));
         this.logTimer.unref();
       }
     }
   }
 
-  /** After a quiet spell: log where the backend ended up, if the last line said otherwise. */
+  /** After a quiet spell: log where the lane ended up, if the last line said otherwise. */
   flush() {
     this.logTimer = null;
     if (this.state !== this.loggedState) this.write({});
@@ -96,25 +78,29 @@ class BackendHealth {
   }
 
   write({ from, failed, lasted }) {
-    if (!this.log) return;
-    const folded = this.unlogged > 0 ? { changesNotLogged: this.unlogged } : {};
-    if (this.state === 'failing') {
-      const what = `${this.consecutiveFailures} queries in a row got no answer (last: ${this.lastError})`;
-      this.log.warn(`backend failing: ${what}; the router gets ${this.instead}`, {
-        consecutiveFailures: this.consecutiveFailures, lastError: this.lastError, ...folded,
-      });
-    } else {
-      const after = from === 'failing' ? { failedQueries: failed, failingForMs: lasted } : {};
-      this.log.info('backend reachable again', { ...after, ...folded });
-    }
+    const { log } = this.board;
     this.loggedAt = Date.now();
     this.loggedState = this.state;
+    const folded = this.unlogged > 0 ? { changesNotLogged: this.unlogged } : {};
     this.unlogged = 0;
+    if (!log) return;
+    const where = { origin: this.origin, route: this.route };
+    if (this.state === FAILING) {
+      const what = `${this.consecutiveFailures} queries in a row got no answer (last: ${this.lastError})`;
+      const others = this.board.answering(this.origin);
+      const meanwhile = others.length > 0 ? `; ${others.join(', ')} still answering` : '';
+      log.warn(`backend failing: ${this.origin} (subtype ${this.route}): ${what}; the router gets ${this.board.instead}${meanwhile}`, {
+        ...where, consecutiveFailures: this.consecutiveFailures, lastError: this.lastError, ...(others.length > 0 ? { answering: others } : {}), ...folded,
+      });
+    } else {
+      const after = from === FAILING ? { failedQueries: failed, failingForMs: lasted } : {};
+      log.info(`backend reachable again: ${this.origin} (subtype ${this.route})`, { ...where, ...after, ...folded });
+    }
   }
 
   toJSON() {
     return {
-      state: this.state, since: new Date(this.since).toISOString(), consecutiveFailures: this.consecutiveFailures, lastError: this.lastError,
+      route: this.route, state: this.state, since: new Date(this.since).toISOString(), consecutiveFailures: this.consecutiveFailures, lastError: this.lastError,
     };
   }
 
@@ -124,4 +110,121 @@ class BackendHealth {
   }
 }
 
-module.exports = { BackendHealth };
+class BackendHealth {
+  /**
+   * instead: what the router gets while the backend fails ("E_AG_HOST_ERROR1", "the fallback answer"...).
+   * previous: the health this one replaces (a reload); keeps(origin): whether this backend still
+   * calls that origin, whose lanes then go on from their previous state (/health and
+   * ged145_backend_up read this one from now on, and agree).
+   */
+  constructor({
+    log, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, instead = 'E_AG_HOST_ERROR1', previous = null, keeps = () => false,
+  } = {}) {
+    this.log = log;
+    this.instead = instead;
+    this.failAfter = failAfter;
+    this.logEveryMs = logEveryMs;
+    this.byOrigin = new Map(); // origin -> Map(route -> its LaneHealth)
+    this.failing = 0; // lanes failing now
+    this.since = Date.now(); // when the process-wide state last changed
+    if (previous !== null) this.takeOver(previous, keeps);
+  }
+
+  /** A reload: the lanes of the origins still called, as they were. */
+  takeOver(previous, keeps) {
+    for (const lane of previous.lanes()) {
+      if (!keeps(lane.origin)) continue;
+      const mine = this.lane(lane.origin, lane.route);
+      for (const k of KEPT) mine[k] = lane[k];
+      if (mine.state === FAILING) this.failing++;
+    }
+    if (this.failing > 0) this.since = previous.since;
+  }
+
+  /** A lane's health, made by breakers.js with the lane (or kept from before a reload). */
+  lane(origin, route) {
+    let lanes = this.byOrigin.get(origin);
+    if (lanes === undefined) {
+      lanes = new Map();
+      this.byOrigin.set(origin, lanes);
+    }
+    let lane = lanes.get(route);
+    if (lane === undefined) {
+      lane = new LaneHealth(this, origin, route);
+      lanes.set(route, lane);
+    }
+    return lane;
+  }
+
+  changed(lane) {
+    const before = this.failing;
+    this.failing += lane.state === FAILING ? 1 : -1;
+    if ((before === 0) !== (this.failing === 0)) this.since = Date.now();
+  }
+
+  /** The process's state: the worst of its origins'. */
+  get state() {
+    return this.failing > 0 ? FAILING : REACHABLE;
+  }
+
+  /** An origin's state: the worst of its lanes'. */
+  originState(origin) {
+    const lanes = this.byOrigin.get(origin);
+    if (lanes !== undefined) for (const lane of lanes.values()) if (lane.state === FAILING) return FAILING;
+    return REACHABLE;
+  }
+
+  /** Origins other than `but` whose lanes all answer and have answered at least once. */
+  answering(but) {
+    const out = [];
+    for (const [origin, lanes] of this.byOrigin) {
+      if (origin === but) continue;
+      let answered = false;
+      let failing = false;
+      for (const lane of lanes.values()) {
+        if (lane.answers > 0) answered = true;
+        if (lane.state === FAILING) failing = true;
+      }
+      if (answered && !failing) out.push(origin);
+    }
+    return out;
+  }
+
+  /** Every lane, for ged145_backend_up. */
+  * lanes() {
+    for (const lanes of this.byOrigin.values()) yield* lanes.values();
+  }
+
+  /** Per origin: its state and its lanes' (for /health and /status). */
+  originsJSON() {
+    const out = {};
+    for (const [origin, lanes] of this.byOrigin) {
+      out[origin] = { state: this.originState(origin), routes: [...lanes.values()].map((l) => l.toJSON()) };
+    }
+    return out;
+  }
+
+  /** The process-wide view: its state, and for a failing one the lane that failed last. */
+  toJSON() {
+    let worst = null; // the failing lane that failed last, else the one with the longest run of failures
+    for (const lane of this.lanes()) {
+      if (worst === null) worst = lane;
+      else if (lane.state === FAILING) {
+        if (worst.state !== FAILING || lane.since > worst.since) worst = lane;
+      } else if (worst.state !== FAILING && lane.consecutiveFailures > worst.consecutiveFailures) worst = lane;
+    }
+    return {
+      state: this.state,
+      since: new Date(this.since).toISOString(),
+      consecutiveFailures: worst === null ? 0 : worst.consecutiveFailures,
+      lastError: worst === null ? null : worst.lastError,
+      failing: [...this.lanes()].filter((l) => l.state === FAILING).map((l) => ({ origin: l.origin, route: l.route })),
+    };
+  }
+
+  close() {
+    for (const lane of this.lanes()) lane.close();
+  }
+}
+
+module.exports = { BackendHealth, LaneHealth };

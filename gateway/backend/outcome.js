@@ -7,8 +7,8 @@
 // reasons are snake_case, as Prometheus label values are.
 //
 //   ok(answer, source)      -> QUERY_RESP status 0 (source: undefined, 'cache', 'stale', 'fallback')
-//   appError(text, reason)  -> FAILURE_CONF E_AG_HOST_ERROR2 (a 4xx, or a module's refusal)
-//   hostError(reason, text) -> FAILURE_CONF E_AG_HOST_ERROR1 (5xx, bad JSON, unreachable, ...)
+//   appError(text, reason)  -> FAILURE_CONF E_AG_HOST_ERROR2 (the API's own 4xx, or a module's refusal)
+//   hostError(reason, text) -> FAILURE_CONF E_AG_HOST_ERROR1 (5xx, 429, a proxy's page, bad JSON, unreachable, ...)
 
 const KIND = Object.freeze({ OK: 'ok', APP_ERROR: 'app_error', HOST_ERROR: 'host_error' });
 
@@ -18,6 +18,10 @@ const REASON = Object.freeze({
   RESET: 'reset', // the connection broke
   TLS_ERROR: 'tls_error', // the TLS handshake failed: a certificate not trusted, not for this name, expired
   UNAUTHORIZED: 'unauthorized', // HTTP 401 or 403: the backend refused the gateway's credentials
+  RATE_LIMITED: 'rate_limited', // HTTP 429: the API (or a proxy before it) says we send too fast
+  REQUEST_TIMEOUT: 'request_timeout', // HTTP 408: the server gave up waiting for our request
+  PAUSED: 'paused', // the origin asked to wait (Retry-After) and the wait is not over: not asked
+  OVER_RATE: 'over_rate', // the rate learnt from the origin's 429s is reached: not asked
   AUTH_FAILED: 'auth_failed', // no token: the token endpoint failed or refused the client
   TOO_LARGE: 'too_large', // the body was over backend.maxResponseBytes
   ERROR: 'error', // any other transport failure

@@ -13,6 +13,7 @@ const { isPlaceholder } = require('../../lib/query-fields');
 const { resolveHeaders, compileAuth } = require('./backend');
 const { compileBody } = require('./body');
 const { compileFormat } = require('../backend/formats');
+const { statusMap } = require('../backend/statuses');
 const {
   CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker,
 } = require('./availability');
@@ -46,7 +47,14 @@ function compileRoute(route, {
   // A route may answer sooner than the query deadline, never later.
   const timeoutMs = route.timeoutMs === undefined ? deadlineMs : route.timeoutMs;
   const settings = routeAvailability(route, availability);
-  if (route.module === undefined && route.url === undefined) return { kind: 'contract', ...settings }; // its own fallback, cache or breaker
+  // What the route's answers mean (backend/statuses.js): null where it says nothing of its own.
+  const statuses = statusMap(route.statuses);
+  if (route.module === undefined && route.url === undefined) {
+    // Its own fallback, cache, breaker, statuses or errorPath; the rest is backend's (backend.statuses, backend.errorPath).
+    return {
+      kind: 'contract', statuses, errorPath: route.errorPath === undefined ? null : route.errorPath, ...settings,
+    };
+  }
   const ownAuth = Object.hasOwn(route, 'auth');
   const common = {
     timeoutMs: Math.min(timeoutMs, deadlineMs),
@@ -54,6 +62,8 @@ function compileRoute(route, {
     ownAuth,
     backendCredentials: route.backendCredentials === true,
     idempotent: route.idempotent !== false,
+    statuses,
+    errorPath: route.errorPath || 'error',
   };
   if (route.module !== undefined) {
     const file = path.resolve(baseDir, route.module);
@@ -93,7 +103,6 @@ function compileRoute(route, {
     method,
     template,
     headers: Object.keys(headers).length > 0 ? headers : null,
-    statuses: route.statuses === undefined ? null : new Map(Object.entries(route.statuses).map(([k, v]) => [Number(k), v])),
     ...common,
     mapping: mapping.length > 0 ? mapping : null,
     // The paths the operator wrote say where an XML document starts (its root element: Envelope).

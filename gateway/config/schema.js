@@ -132,6 +132,14 @@ const DEFINITIONS = {
     default: null,
     'x-must': 'must be an object {"type": "oauth2" | "basic" | "bearer", ...} or null',
   },
+  statuses: {
+    type: 'object',
+    propertyNames: { pattern: '^[1-5][0-9][0-9]$' },
+    additionalProperties: { enum: ['ok', 'app_error', 'host_error'] },
+    description: 'HTTP status -> outcome, over the defaults (docs/rest-contract.md: 2xx ok, 404 app_error, 401/403 unauthorized, '
+      + "another 4xx app_error only with the API's error at errorPath, the rest host_error)",
+    'x-must': 'must map HTTP statuses ("404") to ok, app_error or host_error',
+  },
   breaker: {
     type: ['object', 'null', 'boolean'],
     description: 'a circuit breaker per route per backend origin; false or null = off',
@@ -148,26 +156,31 @@ const DEFINITIONS = {
       windowMs: int(100, 600_000, 1000),
       halfOpenAfterMs: int(100, 600_000, 500),
       maxHalfOpenAfterMs: int(100, 3_600_000, 2000),
+      minOpenMs: int(0, 3_600_000, 5000, {
+        description: 'with no other origin to take its calls, an open circuit closes on an answer only after this long: it never flaps faster',
+      }),
     },
     'x-must': 'must be an object',
   },
 };
 
 // A route is one of three kinds, each a branch of its schema: a module route ({module, ...}), the
-// default contract with settings of its own (only fallback, cache, breaker), or a REST call
-// ({url, ...}). config/routes.js compiles a route by its kind and checks nothing the schema says.
+// default contract with settings of its own (only fallback, cache, breaker, statuses, errorPath),
+// or a REST call ({url, ...}). config/routes.js compiles a route by its kind and checks nothing
+// the schema says.
 const AVAILABILITY_KEYS = ['fallback', 'cache', 'breaker'];
-const MODULE_ROUTE_KEYS = ['module', 'timeoutMs', 'auth', 'backendCredentials', 'idempotent', ...AVAILABILITY_KEYS];
+const CONTRACT_ROUTE_KEYS = [...AVAILABILITY_KEYS, 'statuses', 'errorPath'];
+const MODULE_ROUTE_KEYS = ['module', 'timeoutMs', 'auth', 'backendCredentials', 'idempotent', 'statuses', 'errorPath', ...AVAILABILITY_KEYS];
 /** A key a route of this kind does not take: "routes.x: unknown key 'url'" (validate.js), with a guess among the kind's keys. */
 const onlyKeys = (keys, kind) => ({ propertyNames: { enum: keys }, 'x-kind': kind });
 const ROUTE = {
   type: 'object',
-  description: 'a REST call ({method, url, ...}), a module ({module}), or only its own fallback, cache or breaker',
+  description: 'a REST call ({method, url, ...}), a module ({module}), or only its own fallback, cache, breaker, statuses or errorPath',
   additionalProperties: false,
   if: { properties: { module: true }, required: ['module'] },
   then: onlyKeys(MODULE_ROUTE_KEYS, 'a module route'),
   else: {
-    if: { propertyNames: { enum: AVAILABILITY_KEYS } },
+    if: { propertyNames: { enum: CONTRACT_ROUTE_KEYS } },
     else: {
       properties: { url: true },
       required: ['url'],
@@ -188,13 +201,7 @@ const ROUTE = {
       description: "true: send backend.headers, backend.headerFiles and backend.auth with this route's requests (a module's ctx.request too) "
         + "although their origin is not backend.url's; by default those go to backend.url's origins only",
     },
-    statuses: {
-      type: 'object',
-      propertyNames: { pattern: '^[1-5][0-9][0-9]$' },
-      additionalProperties: { enum: ['ok', 'app_error', 'host_error'] },
-      description: 'HTTP status -> outcome, over the defaults (2xx ok, 401/403 host_error, other 4xx app_error, the rest host_error)',
-      'x-must': 'must map HTTP statuses ("404") to ok, app_error or host_error',
-    },
+    statuses: { $ref: '#/definitions/statuses' },
     idempotent: { type: 'boolean', description: 'false: never send again after a connection broke (a route that changes state)' },
     response: {
       type: 'object',
@@ -303,6 +310,20 @@ const SCHEMA = {
           + "sent where backend.headers are, to backend.url's origins only",
       },
       maxResponseBytes: int(1, 64 * 1024 * 1024, 64 * 1024, { 'x-must': 'must be a positive integer' }),
+      statuses: { $ref: '#/definitions/statuses' },
+      errorPath: {
+        type: 'string', minLength: 1, default: 'error', description: "the default contract: where the API's own error text is in a body",
+      },
+      retryAfter: section('a 429 or 503 with Retry-After pauses that route\'s calls to that origin '
+        + '(queries get stale, fallback or E_AG_HOST_ERROR1 at once), then one probe', {
+        enabled: bool(true),
+        maxMs: int(1000, 3_600_000, 30_000, { description: 'the longest pause a Retry-After can ask for' }),
+      }),
+      adaptiveRate: section('429s slow a route down: a rate per route per origin learnt from them (AIMD); calls over it get their substitute at once', {
+        enabled: bool(true),
+        minPerSecond: int(1, 100_000, 1, { description: 'the learnt rate never goes below this' }),
+        releaseAfterMs: int(1000, 3_600_000, 60_000, { description: 'after this long without a 429, the route sends unlimited again' }),
+      }),
       keepAliveTimeoutMs: int(100, 600_000, 4000, {
         description: "an idle backend connection is closed after this, unless the server's Keep-Alive: timeout= says sooner; "
           + 'below the 5 s of Node and Apache servers',

@@ -68,10 +68,31 @@ class Metrics {
     this.backendDuration = new TallyHistogram({
       name: `${prefix}backend_duration_seconds`, help: 'Backend HTTP round trip, request sent to body read', buckets: LATENCY_BUCKETS, registers,
     });
+    this.backendHealth = () => null; // set by the resolver: the backend's BackendHealth (its lanes), or null
     this.backendUp = new client.Gauge({
-      name: `${prefix}backend_up`, help: '1 while the backend answers, 0 after a run of failed queries (see /health)', registers,
+      name: `${prefix}backend_up`,
+      help: '1 while the backend answers, 0 after a run of failed queries (see /health): without labels the worst of all, '
+        + 'with {origin} an origin (the worst of its routes), with {origin,route} one route on one origin',
+      labelNames: ['origin', 'route'],
+      aggregator: 'min', // --workers: down when any worker sees it down
+      registers,
+      collect() {
+        this.reset();
+        const health = metrics.backendHealth();
+        if (health === null) {
+          this.set(1);
+          return;
+        }
+        this.set(health.state === 'reachable' ? 1 : 0);
+        const origins = new Map();
+        for (const lane of health.lanes()) {
+          const up = lane.state === 'reachable' ? 1 : 0;
+          this.set({ origin: lane.origin, route: lane.route }, up);
+          origins.set(lane.origin, Math.min(up, origins.has(lane.origin) ? origins.get(lane.origin) : 1));
+        }
+        for (const [origin, up] of origins) this.set({ origin }, up);
+      },
     });
-    this.backendUp.set(1);
     this.backendRetries = new client.Counter({
       name: `${prefix}backend_retries_total`, help: 'Requests sent again to the next origin after the first never reached its backend', registers,
     });

@@ -117,7 +117,7 @@ for (const engine of ENGINE_NAMES) {
       assert.match(r.error, /within 40 ms/);
       assert.ok(took < 140, `answered after ${took} ms`);
       // A route's timeout is the backend's failure, for its health and its origin's breaker alike.
-      assert.equal(stack.gateway.resolver.backend.health.lastError, 'timeout');
+      assert.equal(stack.gateway.resolver.backend.health.toJSON().lastError, 'timeout');
     });
 
     it('a handler answer that throws when read costs that query only (E_AG_HOST_ERROR1), logged', async () => {
@@ -174,7 +174,7 @@ describe('backend state: a dead backend is visible', function () {
       await burst(8);
       const h = await health();
       assert.equal(h.state, 'failing');
-      assert.equal(h.lastError, 'HTTP 503');
+      assert.equal(h.lastError, 'http_503');
       const failing = stack.log.lines.filter((l) => /^backend failing/.test(l.message));
       assert.equal(failing.length, 1);
       assert.equal(failing[0].level, 'warn');

@@ -101,9 +101,14 @@ describe('BackendHealth (unit, fake clock)', () => {
       warn: (message, meta) => lines.push({ level: 'warn', message, meta }),
       info: (message, meta) => lines.push({ level: 'info', message, meta }),
     };
+    const board = new BackendHealth({ log, ...options });
+    const h = board.lane('http://crm:8080', 'cust');
     const up = [];
-    const h = new BackendHealth({ log, metrics: { backendUp: { set: (v) => up.push(v) } }, ...options });
-    return { h, lines, up };
+    const change = board.changed.bind(board);
+    board.changed = (lane) => { change(lane); up.push(board.state === 'reachable' ? 1 : 0); };
+    return {
+      h, lines, up, board,
+    };
   }
 
   it('five failures in a row make it failing, the first answer reachable again; a failure between answers does not', () => {
@@ -116,7 +121,7 @@ describe('BackendHealth (unit, fake clock)', () => {
     assert.equal(h.state, 'failing');
     assert.equal(h.toJSON().lastError, 'unreachable: ECONNREFUSED 127.0.0.1:9');
     assert.equal(lines[0].level, 'warn');
-    assert.match(lines[0].message, /^backend failing: 5 queries in a row got no answer \(last: unreachable: ECONNREFUSED 127\.0\.0\.1:9\); the router gets the fallback answer$/);
+    assert.match(lines[0].message, /^backend failing: http:\/\/crm:8080 \(subtype cust\): 5 queries in a row got no answer \(last: unreachable: ECONNREFUSED 127\.0\.0\.1:9\); the router gets the fallback answer$/);
     clock.tick(1500);
     for (let i = 0; i < 3; i++) h.failure('reset'); // failing meanwhile: one line was enough
     h.success();
@@ -125,8 +130,10 @@ describe('BackendHealth (unit, fake clock)', () => {
     // The good news when it happens, at info, not folded into the next line 10 s later.
     assert.equal(lines.length, 2);
     assert.equal(lines[1].level, 'info');
-    assert.equal(lines[1].message, 'backend reachable again');
-    assert.deepEqual(lines[1].meta, { failedQueries: 3, failingForMs: 1500 });
+    assert.equal(lines[1].message, 'backend reachable again: http://crm:8080 (subtype cust)');
+    assert.deepEqual(lines[1].meta, {
+      origin: 'http://crm:8080', route: 'cust', failedQueries: 3, failingForMs: 1500,
+    });
   });
 
   it('a flapping backend logs at most one failing line per 10 s, and the next line says how many changes it folded in', () => {
@@ -142,6 +149,23 @@ describe('BackendHealth (unit, fake clock)', () => {
     assert.match(lines[2].message, /^backend failing/);
     assert.equal(lines[2].meta.changesNotLogged, 5);
     h.close();
+  });
+
+  it('one origin failing is not masked by another that answers: the origin, the process and the failing line say so', () => {
+    const { board, lines } = health();
+    const good = board.lane('http://good:1', 'cust');
+    const bad = board.lane('http://bad:1', 'cust');
+    for (let i = 0; i < 10; i++) {
+      good.success();
+      bad.failure('unreachable: ECONNREFUSED');
+    }
+    assert.equal(board.state, 'failing');
+    assert.equal(board.originState('http://good:1'), 'reachable');
+    assert.equal(board.originState('http://bad:1'), 'failing');
+    assert.deepEqual(board.toJSON().failing, [{ origin: 'http://bad:1', route: 'cust' }]);
+    assert.equal(lines.length, 1);
+    assert.match(lines[0].message, /^backend failing: http:\/\/bad:1 \(subtype cust\): .*; http:\/\/good:1 still answering$/);
+    assert.deepEqual(lines[0].meta.answering, ['http://good:1']);
   });
 });
 

@@ -157,7 +157,9 @@ describe('circuit policy (fake clock)', () => {
     assert.equal(d.c.openedOn, 'slow');
   });
 
-  it('a call sent anyway while open (LAST): its answer closes the circuit at once, its failure changes nothing', () => {
+  it('a call sent anyway while open (LAST): its answer closes the circuit once it was open minOpenMs, its failure changes nothing', () => {
+    // The default minOpenMs (5 s) is a behaviour change: before it, a LAST answer closed the
+    // circuit at once, and a backend failing every other second flapped its one-origin circuit.
     const { c, clock, changes } = circuit();
     calls(c, clock, 20, true);
     assert.equal(c.openedOn, 'failures');
@@ -166,13 +168,42 @@ describe('circuit policy (fake clock)', () => {
     assert.equal(last, LAST);
     c.record(last, true);
     assert.equal(c.state, 'open');
+    clock.t += 1000; // past halfOpenAfterMs, within minOpenMs: still LAST, no probe, and an answer does not close it
+    const early = c.allow(true);
+    assert.equal(early, LAST);
+    c.record(early, false);
+    assert.equal(c.state, 'open');
+    clock.t += BREAKER_DEFAULTS.minOpenMs;
     const again = c.allow(true);
     c.record(again, false);
     assert.equal(c.state, 'closed');
     assert.equal(c.openedOn, null);
-    assert.deepEqual(changes, ['closed->open', 'open->closed']);
+    assert.deepEqual(changes, ['closed->open', 'open->half-open', 'half-open->closed']);
     assert.equal(calls(c, clock, 19, true), 19, 'the window starts afresh');
     assert.equal(c.state, 'closed');
+  });
+
+  it('minOpenMs 0: a LAST answer closes the circuit at once', () => {
+    const { c, clock, changes } = circuit({ minOpenMs: 0 });
+    calls(c, clock, 20, true);
+    const last = c.allow(true);
+    c.record(last, false);
+    assert.equal(c.state, 'closed');
+    assert.deepEqual(changes, ['closed->open', 'open->closed']);
+  });
+
+  it('a single-origin circuit never flaps faster than minOpenMs: a backend failing every other 100 ms changes state at most twice per minOpenMs', () => {
+    const { c, clock, changes } = circuit();
+    for (let ms = 0; ms < 20_000; ms += 10) {
+      clock.t += 10;
+      const ticket = c.allow(true);
+      c.record(ticket, Math.floor(ms / 100) % 2 === 0); // 100 ms failing, 100 ms answering
+    }
+    // Opened from closed, and closed, at most once per minOpenMs (a failed probe in between opens it again: no close).
+    const opens = changes.filter((x) => x === 'closed->open').length;
+    const closes = changes.filter((x) => x.endsWith('->closed')).length;
+    assert.ok(opens >= 1 && opens <= 20_000 / BREAKER_DEFAULTS.minOpenMs, `opened ${opens} times in 20 s: ${changes.join(', ')}`);
+    assert.ok(closes <= 20_000 / BREAKER_DEFAULTS.minOpenMs, `closed ${closes} times in 20 s`);
   });
 
   it('verdict: what counts against an origin', () => {

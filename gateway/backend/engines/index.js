@@ -1,7 +1,8 @@
 'use strict';
 
 // The HTTP client behind one small interface, so the gateway does not care which engine runs:
-//   engine.request({origin, path, method, headers, body, signal}) -> Promise<{status, text}>
+//   engine.request({origin, path, method, headers, body, signal}) -> Promise<{status, text, retryAfter}>
+//   (retryAfter: a 429's or 503's Retry-After header, else undefined)
 //     signal: an AbortSignal, or a query's QuerySignal (../abort.js): an engine that hands it on
 //     to a library passes asAbortSignal(signal).
 //   engine.close()

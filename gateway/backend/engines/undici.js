@@ -191,7 +191,7 @@ class Origin {
 }
 
 /**
- * One request's undici handler: settles the promise once with {status, text} or an EngineError.
+ * One request's undici handler: settles the promise once with {status, text, retryAfter} or an EngineError.
  * It is also the signal's abort listener (handleEvent). An abort while the request still waits
  * for a free connection settles it at once; the Origin never dispatches it.
  */
@@ -210,6 +210,7 @@ class Collect {
     this.controller = null;
     this.sentAt = -1; // when undici wrote the request to a connection
     this.status = 0;
+    this.retryAfter = undefined; // a 429's or 503's Retry-After (pace.js)
     this.chunks = [];
     this.settled = false;
     this.group = group;
@@ -233,6 +234,7 @@ class Collect {
 
   onResponseStart(controller, statusCode, headers) {
     this.status = statusCode;
+    if ((statusCode === 429 || statusCode === 503) && headers) this.retryAfter = headers['retry-after'];
     const encoding = headers['content-encoding'];
     if (encoding !== undefined) this.decode(controller, encoding);
   }
@@ -252,7 +254,7 @@ class Collect {
     }
     this.decoding = new Decoding(coding, this.maxBytes, (err, body) => {
       if (err === null) {
-        if (this.finish()) this.resolve({ status: this.status, text: body.toString() });
+        if (this.finish()) this.resolve({ status: this.status, text: body.toString(), retryAfter: this.retryAfter });
         return;
       }
       this.fail(err);
@@ -274,7 +276,7 @@ class Collect {
     if (!this.finish()) return;
     const { chunks } = this;
     const text = chunks.length === 1 ? chunks[0].toString() : Buffer.concat(chunks).toString();
-    this.resolve({ status: this.status, text });
+    this.resolve({ status: this.status, text, retryAfter: this.retryAfter });
   }
 
   onResponseError(controller, err) {
