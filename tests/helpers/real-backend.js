@@ -142,9 +142,11 @@ async function startCustomerApi({ tokenLifetimeS = 5, gzip = false } = {}) {
  * without a Keep-Alive header (as nginx does unless told otherwise). clientCa: a client
  * certificate signed by it is required (ssl_verify_client on; without one nginx answers its own
  * 400 page). gzip: nginx compresses every answer of any type and size for a client that accepts gzip.
+ * http: directives for the http block (a limit_req_zone); locations: location blocks before the
+ * catch-all `location /` (`proxy_pass http://api;` reaches the upstream).
  */
 async function startNginx({
-  upstreamPort, certs, keepaliveTimeout = '2s', keepaliveRequests = 100, tls = true, clientCa = null, gzip = false,
+  upstreamPort, certs, keepaliveTimeout = '2s', keepaliveRequests = 100, tls = true, clientCa = null, gzip = false, http: httpExtra = '', locations = '',
 }) {
   const dir = tmpDir('ged145-nginx-');
   const port = await freePort();
@@ -163,6 +165,7 @@ http {
   uwsgi_temp_path ${dir}/uwsgi;
   scgi_temp_path ${dir}/scgi;
   upstream api { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  ${httpExtra}
   server {
     listen 127.0.0.1:${port}${tls ? ' ssl' : ''};
     server_name localhost;
@@ -171,6 +174,7 @@ http {
     keepalive_timeout ${keepaliveTimeout};
     keepalive_requests ${keepaliveRequests};
     ${gzip ? 'gzip on;\n    gzip_types *;\n    gzip_min_length 1;\n    gzip_proxied any;' : ''}
+    ${locations}
     location / {
       proxy_pass http://api;
       proxy_http_version 1.1;
