@@ -53,10 +53,12 @@ class Pace {
     this.cutAt = 0;
     this.tokens = 0;
     this.filledAt = 0;
-    // Calls sent in this second and the last (the rate the first 429 is measured against).
+    // Calls sent in this second and the last (the rate the first 429 is measured against), and
+    // since when it has been counting (a 429 in the first second of traffic is measured over that).
     this.second = -1;
     this.thisSecond = 0;
     this.lastSecond = 0;
+    this.countingSince = -1;
   }
 
   /** CALL or PROBE (to be followed by one record()), or PAUSED / OVER_RATE (refused: no record). */
@@ -140,8 +142,10 @@ class Pace {
   }
 
   count() {
-    const s = Math.floor(this.now() / 1000);
+    const t = this.now();
+    const s = Math.floor(t / 1000);
     if (s !== this.second) {
+      if (s !== this.second + 1) this.countingSince = t; // a second or more without a call: start afresh
       this.lastSecond = s === this.second + 1 ? this.thisSecond : 0;
       this.thisSecond = 0;
       this.second = s;
@@ -149,12 +153,14 @@ class Pace {
     this.thisSecond++;
   }
 
-  /** The calls of the last second, as far as this second and the last tell. */
+  /** Calls a second over the last second (or over the time it has been counting, when shorter). */
   sentPerSecond(t) {
     const s = Math.floor(t / 1000);
-    if (s !== this.second) return s === this.second + 1 ? this.thisSecond : 0;
-    const frac = (t - s * 1000) / 1000;
-    return this.thisSecond + this.lastSecond * (1 - frac);
+    let calls;
+    if (s === this.second) calls = this.thisSecond + this.lastSecond * (1 - (t - s * 1000) / 1000);
+    else calls = s === this.second + 1 ? this.thisSecond * (1 - (t - s * 1000) / 1000) : 0;
+    const span = Math.min(1000, Math.max(t - this.countingSince, 10));
+    return (calls * 1000) / span;
   }
 
   /** For /status: whether it is paused and until when (ms from now), the learnt rate, what it refused. */
