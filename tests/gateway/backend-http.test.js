@@ -128,7 +128,7 @@ describe('backend HTTP behaviour', function () {
     }
   });
 
-  it('statuses: 401 and 403 are the gateway\'s own failure (unauthorized), other 4xx the caller\'s answer, and a route maps its own', async () => {
+  it('statuses: 401 and 403 are the gateway\'s own failure (unauthorized), 404 and the API\'s own 4xx answers, and a route maps its own', async () => {
     const backend = await startTestBackend((req, res) => {
       const status = Number(req.url.split('/')[2]);
       res.statusCode = status;
@@ -161,6 +161,76 @@ describe('backend HTTP behaviour', function () {
         assert.equal(mapped[410].status, STATUS.E_AG_HOST_ERROR1);
         assert.equal(mapped[403].status, STATUS.E_AG_HOST_ERROR2);
         assert.equal(mapped[403].error, 'status 403');
+      });
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('statuses on every route kind: backend.statuses, a contract route\'s own, a module route (ctx.request answers, thrown statuses)', async () => {
+    // A SOAP-like service: "not found" is HTTP 500 with a fault body; a maintenance page is 503 HTML.
+    const backend = await startTestBackend((req, res) => {
+      const what = req.url.split('/').pop();
+      if (what === 'fault') {
+        res.statusCode = 500;
+        res.end('{"fault":{"text":"no such customer"}}');
+      } else if (what === 'page') {
+        res.statusCode = 500;
+        res.end('<html><body>proxy error</body></html>');
+      } else if (what === 'gone' || what === 'own') {
+        res.statusCode = 410;
+        res.end('{"error":"customer closed"}');
+      } else res.end('{"vars":{"1":"ok"}}');
+    });
+    const dir = tmpDir('ged145-statuses-');
+    const handler = path.join(dir, 'soap.js');
+    fs.writeFileSync(handler, `module.exports = async (q, ctx) => {
+  if (q.clid === 'throw-409') throw Object.assign(new Error('on hold'), { status: 409 });
+  if (q.clid === 'throw-503') throw Object.assign(new Error('closed today'), { status: 503 });
+  if (q.clid === 'throw-429') throw Object.assign(new Error('too fast'), { status: 429 });
+  const r = await ctx.request('${backend.url}/soap/' + q.clid);
+  if (r.status === 500) throw Object.assign(new Error(JSON.parse(r.text).fault.text), { status: 404 });
+  return r.json();
+};`);
+    try {
+      await withStack({
+        'backend.url': backend.url,
+        'backend.statuses': { 500: 'app_error' },
+        'backend.errorPath': 'fault.text',
+        'breaker.minimumCalls': 3,
+        routes: {
+          own: { statuses: { 410: 'ok' } }, // the default contract, this subtype's own statuses
+          soap: { module: handler, statuses: { 500: 'app_error', 503: 'app_error' } },
+        },
+      }, async ({ ask, stack }) => {
+        // The default contract (POST /query/{subtype}): backend.statuses and backend.errorPath.
+        const fault = await ask({ subtype: 'fault' });
+        assert.deepEqual([fault.status, fault.error], [STATUS.E_AG_HOST_ERROR2, 'no such customer']);
+        const page = await ask({ subtype: 'page' });
+        assert.equal(page.status, STATUS.E_AG_HOST_ERROR1, 'mapped to app_error, but a page that is not the API\'s');
+        assert.doesNotMatch(page.error, /html/);
+        assert.equal((await ask({ subtype: 'gone' })).status, STATUS.E_AG_HOST_ERROR1, 'a 410 without anything at errorPath');
+        // A contract route with its own statuses keeps the contract's errorPath and adds its mapping.
+        const own = backend.requests.length;
+        const r = await ask({ subtype: 'own', clid: 'x' });
+        assert.equal(r.type, 'QUERY_RESP', 'the same 410, mapped to ok for this subtype');
+        assert.equal(backend.requests[own].url, '/query/own');
+        // The module route: its ctx.request 500 faults are answers (no failures against the origin).
+        for (let i = 0; i < 5; i++) {
+          const soap = await ask({ subtype: 'soap', clid: 'fault' });
+          assert.deepEqual([soap.status, soap.error], [STATUS.E_AG_HOST_ERROR2, 'no such customer']);
+        }
+        const thrown = {};
+        for (const clid of ['throw-409', 'throw-503', 'throw-429']) thrown[clid] = await ask({ subtype: 'soap', clid });
+        assert.deepEqual([thrown['throw-409'].status, thrown['throw-409'].error], [STATUS.E_AG_HOST_ERROR2, 'on hold']);
+        const closed = thrown['throw-503'];
+        assert.deepEqual([closed.status, closed.error], [STATUS.E_AG_HOST_ERROR2, 'closed today'], 'mapped by the route');
+        assert.equal(thrown['throw-429'].status, STATUS.E_AG_HOST_ERROR1);
+        const h = stack.gateway.resolver.toJSON();
+        const soapLane = h.origins[backend.url].routes.find((l) => l.route === 'soap');
+        assert.deepEqual([soapLane.state, soapLane.consecutiveFailures], ['reachable', 0]);
+        assert.equal(h.origins[backend.url].byReason.http_500, 1, 'only the contract\'s proxy page');
+        assert.equal(h.circuits[backend.url].routes.find((l) => l.route === 'soap').state, 'closed');
       });
     } finally {
       await backend.close();
