@@ -143,7 +143,7 @@ class Breakers {
       return Promise.resolve(CIRCUIT_OPEN);
     }
     return send().then((outcome) => {
-      settle(entry, pass, ticket, outcome);
+      if (settle(entry, pass, ticket, outcome) && this.log) this.paced(entry);
       return outcome;
     }, (err) => {
       entry.pace.cancel(pass);
@@ -193,6 +193,32 @@ class Breakers {
     }
   }
 
+  /** A lane's pace changed: a warning, at most one per LOG_EVERY_MS per lane and kind, counting the rest. */
+  paced(entry) {
+    const { pace } = entry;
+    const paused = pace.pausedUntil !== 0;
+    const change = paused ? 'paused' : 'rate';
+    const now = Date.now();
+    if (entry.logged === null) entry.logged = { at: {}, folded: 0 };
+    const last = entry.logged;
+    if (now - (last.at[change] || -Infinity) < LOG_EVERY_MS) {
+      last.folded++;
+      return;
+    }
+    last.at[change] = now;
+    const meta = last.folded > 0 ? { changesNotLogged: last.folded } : {};
+    last.folded = 0;
+    const which = `${entry.origin} (subtype ${entry.route})`;
+    const { pausedForMs, ratePerSecond } = pace.toJSON();
+    if (paused) {
+      this.log.warn(`backend ${which} asked to wait (Retry-After): no calls for ${pausedForMs} ms, then one probe; `
+        + 'its queries get their substitute at once', meta);
+    } else {
+      this.log.warn(`backend ${which} answered 429 (rate_limited): at most ${ratePerSecond} calls a second from now, learnt from its 429s; `
+        + 'the rest get their substitute at once', meta);
+    }
+  }
+
   /** The least healthy state among an origin's circuits. */
   worst(origin) {
     let worst = 0;
@@ -239,7 +265,7 @@ class Breakers {
   }
 }
 
-/** The end of a call through a lane: its circuit, pace and health told. */
+/** The end of a call through a lane: its circuit, pace and health told; true when its pace changed (a new pause, a rate cut). */
 function settle(entry, pass, ticket, outcome) {
   const v = verdict(outcome);
   if (v === false) entry.health.success();
@@ -248,9 +274,11 @@ function settle(entry, pass, ticket, outcome) {
     entry.health.failure(healthText(outcome, entry.origin));
   }
   if (entry.circuit !== null) entry.circuit.record(ticket, v);
-  if (pass === PROBE || outcome.kind === KIND.HOST_ERROR) {
-    entry.pace.record(pass, outcome.reason === REASON.RATE_LIMITED, outcome.retryAfterMs, v !== null);
-  }
+  if (pass !== PROBE && outcome.kind !== KIND.HOST_ERROR) return false;
+  const { pace } = entry;
+  const before = pace.pauses + pace.cuts;
+  pace.record(pass, outcome.reason === REASON.RATE_LIMITED, outcome.retryAfterMs, v !== null);
+  return pace.pauses + pace.cuts !== before;
 }
 
 /** "unreachable: ECONNREFUSED 10.0.0.5:8080": the reason and the detail, without the origin the lane already names. */

@@ -46,6 +46,7 @@ class Pace {
     this.pausedUntil = 0; // 0: not paused; else until when (a probe goes once it is past)
     this.probing = false;
     this.pauses = 0;
+    this.cuts = 0;
     this.refused = 0;
     // The learnt rate: Infinity (none), or cutRate growing by INCREASE per second since cutAt.
     this.rate = Infinity;
@@ -111,6 +112,7 @@ class Pace {
     const rate = this.rate === Infinity ? Infinity : this.currentRate(t);
     if (rate !== Infinity && t - this.cutAt < CUT_EVERY_MS) return;
     this.cutRate = Math.max(this.minRate, rate === Infinity ? this.sentPerSecond(t) * FIRST_DECREASE : rate * DECREASE);
+    this.cuts++;
     this.rate = this.cutRate;
     this.cutAt = t;
     this.tokens = 0;

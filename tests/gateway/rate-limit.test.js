@@ -122,7 +122,7 @@ describe('an API that says slow down, a maintenance window, a proxy\'s pages, an
   it('a 503 Retry-After window: calls pause for it, queries get the fallback at once, one probe, answers resume', async () => {
     const api = await startLimitedApi();
     cleanup.push(() => api.close());
-    const { c } = await setUp({
+    const { stack, c } = await setUp({
       routes: { cust: { method: 'GET', url: `${api.url}/c/{clid}`, response: { 'vars.1': 'customer.tier' } } },
       fallback: { vars: { 1: 'fallback' } },
     }, api.url);
@@ -146,6 +146,8 @@ describe('an API that says slow down, a maintenance window, a proxy\'s pages, an
     assert.ok(late.every((r) => !(r.reply.vars && r.reply.vars[1] === 'fallback')), `answers resumed after the window: ${figures}`);
     assert.equal(api.stats.inMaintenance <= 4, true, figures);
     assert.ok(records.every((r) => r.latencyMs < 250), 'never waited past the deadline');
+    const told = stack.log.lines.filter((l) => /^backend http:\/\/127\.0\.0\.1:\d+ \(subtype cust\) asked to wait \(Retry-After\): no calls for \d+ ms/.test(l.message));
+    assert.equal(told.length, 1, 'one warning for the pause');
   });
 
   it('a single-origin circuit against a backend failing 100 ms of every 200 changes state at most once per minOpenMs and logs little', async () => {
