@@ -72,7 +72,7 @@ class Metrics {
     this.backendUp = new client.Gauge({
       name: `${prefix}backend_up`,
       help: '1 while the backend answers, 0 after a run of failed queries (see /health): without labels the worst of all, '
-        + 'with {origin} an origin (the worst of its routes), with {origin,route} one route on one origin',
+        + 'with {origin} an origin (the worst of its routes), with {origin,route} one configured route on one origin',
       labelNames: ['origin', 'route'],
       aggregator: 'min', // --workers: down when any worker sees it down
       registers,
@@ -87,7 +87,9 @@ class Metrics {
         const origins = new Map();
         for (const lane of health.lanes()) {
           const up = lane.state === 'reachable' ? 1 : 0;
-          this.set({ origin: lane.origin, route: lane.route }, up);
+          // A route of its own for configured routes only: a router's subtypes are its text, and unbounded.
+          const route = labelValue(lane.route);
+          if (metrics.known.has(route)) this.set({ origin: lane.origin, route }, up);
           origins.set(lane.origin, Math.min(up, origins.has(lane.origin) ? origins.get(lane.origin) : 1));
         }
         for (const [origin, up] of origins) this.set({ origin }, up);

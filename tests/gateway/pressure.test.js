@@ -187,7 +187,9 @@ describe('under pressure (default configuration)', function () {
 
   it('a 3 s brownout (600 ms answers): failures during it, none late, all ok again within 1 s of its end', async () => {
     const { b, stack, c } = await setup();
-    const { sent, faultAt: from } = await paced(c, 1000, 300, 5500, {
+    // 7.5 s: the one-origin circuit stays open breaker.minOpenMs (5 s) from its opening, about
+    // 1.3 s in, its calls still sent and answered; the first answer after that closes it.
+    const { sent, faultAt: from } = await paced(c, 1000, 300, 7500, {
       backend: b, atMs: 1000, forMs: 3000, delayMs: 600,
     });
     await wait(600);

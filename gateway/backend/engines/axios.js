@@ -53,7 +53,8 @@ class Engine {
         const undecoded = encoding === undefined ? null : codingOf(encoding);
         if (undecoded !== null) throw notDecoded(encoding, started, signal);
         const retryAfter = res.status === 429 || res.status === 503 ? res.headers['retry-after'] : undefined;
-        return { status: res.status, text: typeof res.data === 'string' ? res.data : String(res.data), retryAfter };
+        const text = typeof res.data === 'string' ? res.data : String(res.data);
+        return retryAfter === undefined ? { status: res.status, text } : { status: res.status, text, retryAfter };
       } catch (err) {
         // A reused connection that broke before any answer: once more, as the undici engine does.
         if (attempt === 0 && idempotent && err.response === undefined && BROKEN.has(err.code) && !(signal && signal.aborted)) {

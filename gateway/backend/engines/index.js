@@ -2,7 +2,7 @@
 
 // The HTTP client behind one small interface, so the gateway does not care which engine runs:
 //   engine.request({origin, path, method, headers, body, signal}) -> Promise<{status, text, retryAfter}>
-//   (retryAfter: a 429's or 503's Retry-After header, else undefined)
+//   (retryAfter: a 429's or 503's Retry-After header, only when there is one)
 //     signal: an AbortSignal, or a query's QuerySignal (../abort.js): an engine that hands it on
 //     to a library passes asAbortSignal(signal).
 //   engine.close()

@@ -254,7 +254,7 @@ class Collect {
     }
     this.decoding = new Decoding(coding, this.maxBytes, (err, body) => {
       if (err === null) {
-        if (this.finish()) this.resolve({ status: this.status, text: body.toString(), retryAfter: this.retryAfter });
+        if (this.finish()) this.resolve(answer(this.status, body.toString(), this.retryAfter));
         return;
       }
       this.fail(err);
@@ -276,7 +276,7 @@ class Collect {
     if (!this.finish()) return;
     const { chunks } = this;
     const text = chunks.length === 1 ? chunks[0].toString() : Buffer.concat(chunks).toString();
-    this.resolve({ status: this.status, text, retryAfter: this.retryAfter });
+    this.resolve(answer(this.status, text, this.retryAfter));
   }
 
   onResponseError(controller, err) {
@@ -306,5 +306,8 @@ class Collect {
     return true;
   }
 }
+
+/** An engine's answer: {status, text}, and retryAfter only when a 429 or 503 carried one. */
+const answer = (status, text, retryAfter) => (retryAfter === undefined ? { status, text } : { status, text, retryAfter });
 
 module.exports = { Engine };
