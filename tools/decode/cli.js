@@ -5,15 +5,14 @@
 // fields are decrypted with --des-key. A bad frame is shown where it is; nothing is fatal.
 
 const fs = require('node:fs');
-const {
-  Framer, decode, des, DIRECTION, ERROR_CODES, DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES: T, DEFAULT_PROFILE,
-} = require('../../lib/protocol');
+const { DIRECTION, DEFAULT_MAX_MESSAGE_LENGTH, DEFAULT_PROFILE } = require('../../lib/protocol');
 const { messageLine } = require('../../lib/message-line');
 const { UsageError, OperatorError } = require('../../lib/errors');
 const { numberFlag, desKeyFlag } = require('../../lib/cli-flags');
 const {
   captureKind, segments, BufferSource, FileSource, CaptureError,
 } = require('./capture');
+const { decodeBytes, decodeCapture } = require('./reassemble');
 const { readProtocolFile } = require('../../lib/protocol-file');
 
 const summary = 'decode GED-145 bytes: hex, a raw byte file, or a pcap/pcapng capture';
@@ -43,240 +42,12 @@ const options = {
 };
 
 const ARROWS = { [DIRECTION.ROUTER_TO_HOST]: 'router->host', [DIRECTION.HOST_TO_ROUTER]: 'host->router' };
-const OTHER = { [DIRECTION.ROUTER_TO_HOST]: DIRECTION.HOST_TO_ROUTER, [DIRECTION.HOST_TO_ROUTER]: DIRECTION.ROUTER_TO_HOST };
 
 /** Hex text -> bytes, or null when it is not hex. */
 function parseHex(text) {
   const t = text.replace(/0x/gi, '').replace(/[\s:,-]/g, '');
   if (t.length === 0 || t.length % 2 !== 0 || !/^[0-9a-f]+$/i.test(t)) return null;
   return Buffer.from(t, 'hex');
-}
-
-/**
- * Decodes one direction's bytes as they come: push(bytes, ts) hands each entry to emit(entry) as
- * soon as its frame is complete. `direction` null means each message's direction is taken from
- * its type. cipher: set when an encrypted session opens.
- */
-class StreamDecoder {
-  constructor({
-    direction, maxLength, onMessage, emit, profile = DEFAULT_PROFILE,
-  }) {
-    this.direction = direction;
-    this.profile = profile;
-    this.cipher = undefined;
-    this.ts = null;
-    this.emit = emit;
-    this.onMessage = onMessage || (() => {});
-    this.framer = new Framer({
-      maxMessageLength: maxLength,
-      onFrame: (typeId, body) => this.frame(typeId, body),
-      onError: (err) => this.emit({ ts: this.ts, direction: this.direction, error: err.reason, text: err.message }),
-    });
-    this.stopped = false;
-  }
-
-  push(bytes, ts = null) {
-    this.ts = ts;
-    if (this.stopped) return;
-    if (this.framer.failed) {
-      this.emit({ ts, direction: this.direction, error: 'not_read', text: 'bytes after a fatal frame are not decoded' });
-      this.stopped = true;
-      return;
-    }
-    this.framer.push(bytes);
-  }
-
-  /** The capture lost bytes of this direction: nothing after them can be framed. */
-  gap(missing, ts) {
-    if (this.stopped) return;
-    this.emit({
-      ts, direction: this.direction, error: 'missing', text: `${missing} bytes of this direction are not in the capture; the rest of it is not decoded`,
-    });
-    this.stopped = true;
-  }
-
-  frame(typeId, body) {
-    const tryDecode = (direction) => decode(typeId, body, direction, this.cipher, this.profile);
-    let direction = this.direction || DIRECTION.ROUTER_TO_HOST;
-    let msg;
-    try {
-      try {
-        msg = tryDecode(direction);
-      } catch (err) {
-        if (this.direction !== null || err.code !== ERROR_CODES.WRONG_DIRECTION) throw err;
-        direction = OTHER[direction];
-        msg = tryDecode(direction);
-      }
-    } catch (err) {
-      this.emit({
-        ts: this.ts, direction, error: err.reason || 'error', text: err.message, invokeId: err.invokeId,
-      });
-      return;
-    }
-    this.onMessage(msg, direction);
-    this.emit({ ts: this.ts, direction, message: msg });
-  }
-
-  /** What is left unread at the end: a frame cut off by the end of the input. */
-  finish() {
-    if (!this.stopped && !this.framer.failed && this.framer.bufferedBytes > 0) {
-      this.emit({
-        ts: this.ts, direction: this.direction, error: 'incomplete', text: `${this.framer.bufferedBytes} bytes of an unfinished frame at the end`,
-      });
-    }
-  }
-}
-
-/** Bytes that are not a capture: one stream of frames. */
-function decodeBytes(buf, {
-  direction, maxLength, emit, profile,
-}) {
-  const d = new StreamDecoder({
-    direction, maxLength, emit, profile,
-  });
-  d.push(buf);
-  d.finish();
-}
-
-/** Segments of one direction held back while an earlier one is missing, at most this many bytes. */
-const MAX_HELD_BYTES = 4 * 1024 * 1024;
-
-/**
- * One direction of a TCP stream, reassembled as segments come: bytes in sequence order go to
- * its decoder at once; a segment ahead of a missing one waits (bounded); retransmitted bytes are
- * dropped.
- */
-class DirectionStream {
-  constructor(decoder) {
-    this.decoder = decoder;
-    this.next = null; // the sequence number of the next byte expected
-    this.held = new Map(); // seq -> segment, waiting for the bytes before it
-    this.heldBytes = 0;
-  }
-
-  add(seg) {
-    if (this.next === null) this.next = seg.seq;
-    const skip = (this.next - seg.seq) | 0;
-    if (skip > 0) {
-      if (skip >= seg.data.length) return; // all of it seen already
-      this.deliver(seg.data.subarray(skip), seg.ts);
-    } else if (skip < 0) {
-      if (!this.held.has(seg.seq)) {
-        this.held.set(seg.seq, seg);
-        this.heldBytes += seg.data.length;
-      }
-      if (this.heldBytes > MAX_HELD_BYTES) this.giveUp(seg.ts);
-      return;
-    } else {
-      this.deliver(seg.data, seg.ts);
-    }
-    this.drain();
-  }
-
-  deliver(data, ts) {
-    this.decoder.push(data, ts);
-    this.next = (this.next + data.length) >>> 0;
-  }
-
-  /** Held segments that now follow on. */
-  drain() {
-    for (let progress = true; progress && this.held.size > 0;) {
-      progress = false;
-      for (const [seq, seg] of this.held) {
-        const skip = (this.next - seq) | 0;
-        if (skip < 0) continue;
-        this.held.delete(seq);
-        this.heldBytes -= seg.data.length;
-        if (skip < seg.data.length) this.deliver(seg.data.subarray(skip), seg.ts);
-        progress = true;
-      }
-    }
-  }
-
-  giveUp(ts) {
-    let first = null;
-    for (const seq of this.held.keys()) if (first === null || ((seq - first) | 0) < 0) first = seq;
-    this.decoder.gap(first === null ? 0 : (first - this.next) >>> 0, ts);
-    this.held.clear();
-    this.heldBytes = 0;
-  }
-
-  finish() {
-    if (this.held.size > 0) this.giveUp(this.decoder.ts);
-    this.decoder.finish();
-  }
-}
-
-/**
- * A capture: every TCP stream with GED-145 in it, both directions, each message handed to emit
- * as it is decoded, in capture order. source: a BufferSource or FileSource (capture.js).
- * Returns what the caller may want to tell the user: {streams, encrypted}.
- */
-function decodeCapture(source, {
-  port, desKey, maxLength, emit, withStream, profile = DEFAULT_PROFILE,
-}) {
-  const streams = new Map();
-  let t0 = null;
-  const found = { streams: 0, encrypted: 0 };
-  for (const s of segments(source)) {
-    if (t0 === null) t0 = s.ts;
-    const a = `${s.src}:${s.srcPort}`;
-    const b = `${s.dst}:${s.dstPort}`;
-    const key = a < b ? `${a}|${b}` : `${b}|${a}`;
-    let st = streams.get(key);
-    if (st === undefined) {
-      st = {
-        key, host: null, name: null, cipher: undefined, directions: {},
-      };
-      streams.set(key, st);
-    }
-    if (s.syn && !s.ack) st.host = b; // the SYN goes to the host
-    if (port !== undefined && s.dstPort === port) st.host = b;
-    if (port !== undefined && s.srcPort === port) st.host = a;
-    if (s.data.length === 0) continue;
-    if (port !== undefined && st.host === null) continue; // not a stream of the given port
-    if (st.host === null) st.host = guessHost(s, a, b, maxLength, profile);
-    if (st.name === null) {
-      st.name = [...new Set([key.split('|').find((e) => e !== st.host), st.host])].join(' -> ');
-      found.streams++;
-    }
-    const direction = b === st.host ? DIRECTION.ROUTER_TO_HOST : DIRECTION.HOST_TO_ROUTER;
-    let dir = st.directions[direction];
-    if (dir === undefined) {
-      const onMessage = (msg) => {
-        if (msg.typeId !== T.OPEN_REQ || msg.encryption !== 1) return;
-        if (!desKey || !msg.sessionKey) {
-          found.encrypted++;
-          return;
-        }
-        const k = des.openSessionKey(desKey, msg.sessionKey);
-        st.cipher = k === null ? undefined : des.createSessionCipher(k);
-        for (const d of Object.values(st.directions)) d.decoder.cipher = st.cipher;
-      };
-      const streamEmit = (e) => emit(withStream(st.name) ? { ...e, stream: st.name } : e);
-      dir = new DirectionStream(new StreamDecoder({
-        direction, maxLength, onMessage, emit: streamEmit, profile,
-      }));
-      dir.decoder.cipher = st.cipher;
-      st.directions[direction] = dir;
-    }
-    dir.add({ seq: s.seq, data: s.data, ts: s.ts - t0 });
-  }
-  for (const st of streams.values()) for (const d of Object.values(st.directions)) d.finish();
-  return found;
-}
-
-/** Without a SYN, from the first segment with data: the side an OPEN_REQ goes to, else the side that receives first. */
-function guessHost(s, from, to, maxLength, profile) {
-  const d = s.data;
-  if (d.length >= 8 && d.readUInt32BE(0) <= maxLength) {
-    const type = d.readUInt32BE(4);
-    if (type === profile.typeToWire(T.OPEN_REQ)) return to;
-    for (const t of [T.OPEN_CONF, T.QUERY_RESP, T.HEARTBEAT_CONF, T.FAILURE_CONF, T.FAILURE_EVENT, T.CLOSE_CONF, T.PARAM_CONF]) {
-      if (type === profile.typeToWire(t)) return from;
-    }
-  }
-  return to;
 }
 
 /** The TCP streams of a capture that carry data (a first, quick pass: only whether to print each line's stream). */
