@@ -19,6 +19,8 @@ const CODES = Object.freeze({
   OPERATOR: 'ERR_GED145_OPERATOR', // an expected condition (bad config, port in use): one line, exit 1
   CONFIG: 'ERR_GED145_CONFIG', // a configuration that cannot be used: ConfigError, printed as an OperatorError
   CAPTURE: 'ERR_GED145_CAPTURE', // a capture file that is not one, or is cut short (tools/decode)
+  CASE_FAILED: 'ERR_GED145_CASE_FAILED', // a conformance case saw the host break its requirement (tools/conformance)
+  CASE_SKIPPED: 'ERR_GED145_CASE_SKIPPED', // a conformance case cannot run against this host as declared
 
   // The backend side.
   ENGINE: 'ERR_GED145_ENGINE', // a backend HTTP request failed (EngineError)
@@ -102,6 +104,25 @@ class CaptureError extends Error {
     super(message);
     this.name = 'CaptureError';
     this.code = CODES.CAPTURE;
+  }
+}
+
+/** A conformance case failed: `observed` says what the host did instead of what the case expected. */
+class CaseFailure extends Error {
+  constructor(observed) {
+    super(observed);
+    this.name = 'CaseFailure';
+    this.code = CODES.CASE_FAILED;
+    this.observed = observed;
+  }
+}
+
+/** A conformance case cannot run against this host as declared (its subtype is not answered with data, say). */
+class CaseSkip extends Error {
+  constructor(reason) {
+    super(reason);
+    this.name = 'CaseSkip';
+    this.code = CODES.CASE_SKIPPED;
   }
 }
 
@@ -285,6 +306,8 @@ module.exports = {
   OperatorError,
   ConfigError,
   CaptureError,
+  CaseFailure,
+  CaseSkip,
   ProtocolError,
   EncodeError,
   DeadlineError,
