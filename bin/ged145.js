@@ -16,10 +16,12 @@ const COMMANDS = {
   router: '../simulator/cli',
   run: '../runner/cli',
   decode: '../tools/decode/cli',
+  conformance: '../tools/conformance/cli',
+  replay: '../tools/replay/cli',
 };
 
 function mainUsage() {
-  const lines = Object.entries(COMMANDS).map(([name, mod]) => `  ${name.padEnd(10)} ${require(mod).summary}`);
+  const lines = Object.entries(COMMANDS).map(([name, mod]) => `  ${name.padEnd(12)} ${require(mod).summary}`);
   return `usage: ged145 <command> [options]\n\ncommands:\n${lines.join('\n')}\n\n'ged145 <command> --help' shows a command's options.\n`;
 }
 
