@@ -92,14 +92,15 @@ class CaseContext {
     };
   }
 
-  queryReq(fields, options = { nul: true }) {
+  /** Scalar tags without a trailing NUL by default, as the field-proven host reads them from a live router. */
+  queryReq(fields, options = { nul: false }) {
     return serialize.queryReq(this.queryFields(fields), options);
   }
 
   /** Sends one query and waits for its first reply (null when none came). */
   async ask(peer, fields = {}, ms = REPLY_WAIT_MS) {
     const f = this.queryFields(fields);
-    peer.send(serialize.queryReq(f, { nul: true, cipher: fields.cipher }));
+    peer.send(serialize.queryReq(f, { cipher: fields.cipher }));
     return peer.waitFor((m) => m.invokeId === f.invokeId, ms);
   }
 

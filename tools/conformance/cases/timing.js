@@ -31,7 +31,7 @@ async function closedLoop(t, peer, count, window, onSent = () => {}) {
   let sent = 0;
   const sendOne = () => {
     const f = t.queryFields();
-    sentAt.set(f.invokeId, peer.send(serialize.queryReq(f, { nul: true })));
+    sentAt.set(f.invokeId, peer.send(serialize.queryReq(f)));
     sent++;
     onSent(sent);
   };
@@ -63,7 +63,7 @@ module.exports = [
       let worst = 0;
       for (let i = 0; i < 20; i++) {
         const f = t.queryFields();
-        const at = peer.send(serialize.queryReq(f, { nul: true }));
+        const at = peer.send(serialize.queryReq(f));
         const r = await peer.waitFor((m) => m.invokeId === f.invokeId, 2000);
         check(r !== null, `query id=${f.invokeId} got no reply within 2 s`);
         const took = r.receivedAt - at;
@@ -86,7 +86,7 @@ module.exports = [
       const sent = [];
       for (let i = 0; i < 5; i++) {
         const f = t.queryFields({ subtype: t.options.slowSubtype });
-        sent.push([f.invokeId, peer.send(serialize.queryReq(f, { nul: true }))]);
+        sent.push([f.invokeId, peer.send(serialize.queryReq(f))]);
       }
       const byId = await peer.repliesTo(sent.map(([id]) => id), 2000);
       const worst = Math.max(...sent.map(([id, at]) => (byId.has(id) ? byId.get(id)[0].receivedAt - at : Infinity)));
