@@ -128,7 +128,8 @@ describe('ged145 conformance against faulty hosts', function () {
     const dir = tmpDir('ged145-conformance-report-');
     let r;
     try {
-      r = await kit(['--target', `127.0.0.1:${host.port}`, '--subtype', 'lookup', '--cases', 'ged145/open/*,ged145/query/1,ged145/param/1', '--report', dir]);
+      const cases = 'ged145/open/1,ged145/open/2,ged145/open/3,ged145/query/1,ged145/param/1';
+      r = await kit(['--target', `127.0.0.1:${host.port}`, '--subtype', 'lookup', '--cases', cases, '--report', dir]);
     } finally {
       await host.close();
     }
