@@ -11,6 +11,7 @@
 //      fallback.on4xx. Each setting may be a route's own (routes.<subtype>.fallback, .cache).
 // Outcomes carry `source` ('cache', 'stale', 'fallback') so the session counts them apart.
 
+const { performance } = require('node:perf_hooks');
 const { Backend } = require('./backend');
 const { AnswerCache, cacheKey } = require('./cache');
 const { KIND, REASON, ok } = require('./outcome');
@@ -30,7 +31,7 @@ class QueryResolver extends Dispatcher {
     this.metrics = metrics;
     this.routes = config.compiledRoutes;
     const availability = config.availability || { fallback: null, cache: null };
-    this.top = { fallback: availability.fallback, cache: availability.cache };
+    this.top = { fallback: availability.fallback, cache: availability.cache, cacheScope: availability.cacheScope ?? null };
     // One cache for the process; its size and store come from the top level, or the first route that has one.
     const first = availability.cache || [...this.routes.values()].map((r) => r.cache).find(Boolean);
     const fallback = availability.fallback || [...this.routes.values()].some((r) => r.fallback);
@@ -47,7 +48,7 @@ class QueryResolver extends Dispatcher {
     if (metrics) metrics.backendHealth = () => this.backend.health;
   }
 
-  /** The fallback and cache settings that apply to q: its route's, else the top level's. */
+  /** The fallback and cache settings (and cache scope) that apply to q: its route's, else the top level's. */
   settingsFor(q) {
     const route = q.subtype === undefined ? undefined : this.routes.get(q.subtype);
     return route === undefined ? this.top : route;
@@ -67,13 +68,13 @@ class QueryResolver extends Dispatcher {
   async resolveCached(h) {
     const q = h.query;
     const s = h.settings;
-    const key = cacheKey(q, s.cache.key);
+    const key = cacheKey(q, s.cache.key, s.cacheScope);
     if (key === null) {
       this.count('bypass'); // a key field missing or empty
     } else {
       const entry = await this.cache.get(key, s.cache.ttlMs + s.cache.staleIfErrorMs);
       if (entry !== undefined) {
-        const age = Date.now() - entry.storedAt;
+        const age = performance.now() - entry.storedAt; // monotonic: a clock step changes no age
         if (age <= s.cache.ttlMs) {
           this.count('hit');
           return ok(entry.answer, 'cache');

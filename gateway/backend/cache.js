@@ -1,29 +1,38 @@
 'use strict';
 
 // Backend answers kept for a while (lru-cache in the process; optionally Redis, shared by the
-// gateway hosts of sides A and B). A fresh entry (younger than ttlMs) answers a query without the
-// backend; an older one, younger than ttlMs + staleIfErrorMs, answers only when the backend fails.
-// The Redis store is best effort: it is asked with a short time limit, and an outage never fails
-// a query (it is logged, counted, and the query goes to the backend).
+// gateway hosts of sides A and B: redis-store.js). A fresh entry (younger than ttlMs) answers a
+// query without the backend; an older one, younger than ttlMs + staleIfErrorMs, answers only when
+// the backend fails. An outage of the shared store never fails a query.
+//
+// Keys: a route's cache scope (its namespace and fingerprint, config/fingerprint.js: what the route
+// asks and how it reads the answer) and the query's key fields. An answer cached under one
+// meaning of a route never answers under another.
+//
+// Ages never read the wall clock, which steps (NTP, a VM resumed, an operator) and differs between
+// hosts. In the process an entry's age is on the monotonic clock (performance.now, as lru-cache's
+// own TTLs). In Redis an entry is stored with PX = ttlMs + staleIfErrorMs and its value says that
+// length (keepMs); whoever reads it asks Redis what is left (PTTL, with the value, atomically), and
+// its age is keepMs - left: Redis's own clock, the same for every host, decides. A host whose
+// clock is behind or ahead reads the same age as the one that stored it.
 //
 // What is kept is the form `keep` gives: the gateway hands the cache answer/'s keptAnswer, the
 // answer as it will be sent (values cut to the tag limits, ECC entries dropped until it fits one
 // frame), never the backend's whole body: a 35 KB backend answer is kept as at most
 // limits.maxMessageLength bytes. This module knows nothing of GED-145. The process's copy is bounded by
 // cache.maxBytes as well as cache.maxEntries. A value read from Redis is checked (an object with
-// an answer object and a storedAt not in the future) before it is used; a bad one is deleted
-// there, logged, and the query goes to the backend, whose answer takes its place.
+// an answer object and a keepMs, under a key that expires) before it is used; a bad one is
+// deleted there, logged, and the query goes to the backend, whose answer takes its place.
 
 const crypto = require('node:crypto');
+const { performance } = require('node:perf_hooks');
 const { LRUCache } = require('lru-cache');
 const { LogThrottle } = require('../../lib/log-throttle');
 const { isObject } = require('../../lib/objects');
 const { fieldValue } = require('../../lib/query-fields');
+const { RedisStore } = require('./redis-store');
 
-const REDIS_TIMEOUT_MS = 25; // a Redis answer later than this is not worth the router's deadline
 const KEY_PREFIX = 'ged145:answer:';
-/** A storedAt this far ahead of our clock is a clock set wrong elsewhere, not an answer from the future. */
-const CLOCK_SKEW_MS = 5000;
 /**
  * What an entry costs in the heap besides its answer's JSON text: the entry object and the
  * cache's node, and per property of the answer its slot and string header (measured: 4,000
@@ -45,9 +54,10 @@ function entryBytes(key, json, answer) {
  * The cache key of q under the field names `fields`, or null when one of them is missing or empty
  * in q (such a query bypasses the cache: two callers with no CLID are not one caller). The route
  * (subtype) is always part of the key, whatever `fields` says: one route's answer never answers
- * another. JSON, so no two different queries share one.
+ * another. JSON, so no two different queries share one. scope: the route's cache scope (its
+ * namespace and fingerprint, config/fingerprint.js), computed once when the route was compiled.
  */
-function cacheKey(q, fields) {
+function cacheKey(q, fields, scope = '') {
   const parts = [q.subtype ?? null];
   for (const f of fields) {
     if (f === 'subtype') continue;
@@ -55,12 +65,12 @@ function cacheKey(q, fields) {
     if (v === undefined || v === null || v === '') return null;
     parts.push(v);
   }
-  return JSON.stringify(parts);
+  return scope + JSON.stringify(parts);
 }
 
-/** A value read from the shared store that can be used as an entry, at `now`. */
-function isEntry(e, now) {
-  return isObject(e) && isObject(e.answer) && Number.isFinite(e.storedAt) && e.storedAt > 0 && e.storedAt <= now + CLOCK_SKEW_MS;
+/** A value read from the shared store that can be used as an entry: {answer, keepMs}, under a key that expires. */
+function isStored(v, pttl) {
+  return isObject(v) && isObject(v.answer) && Number.isSafeInteger(v.keepMs) && v.keepMs > 0 && pttl >= 0;
 }
 
 class AnswerCache {
@@ -68,8 +78,8 @@ class AnswerCache {
    * settings: {maxEntries, maxBytes, store}; ttl and staleness are per lookup (a route may have
    * its own). keep(answer): the form an answer is kept in, or null when it cannot be kept
    * (answer/writer.js keptAnswer, given by the gateway); the whole answer when left out.
+   * redact: log.redact, under which a key (it holds the caller's CLID) is logged only as a hash.
    */
-  /** redact: log.redact, under which a key (it holds the caller's CLID) is logged only as a hash. */
   constructor(settings, {
     log, metrics, keep = (answer) => answer, redact = false,
   } = {}) {
@@ -80,92 +90,53 @@ class AnswerCache {
     this.maxBytes = settings.maxBytes;
     this.local = new LRUCache({ max: settings.maxEntries, maxSize: settings.maxBytes, sizeCalculation: (entry) => entry.bytes });
     this.keep = keep;
-    this.redis = null;
-    if (settings.store) this.connectRedis(settings.store);
+    this.store = settings.store ? new RedisStore(settings.store, { log, metrics }) : null;
   }
 
   /**
-   * {entry, json} for answer stored at storedAt: the entry holds the kept form as fresh strings
-   * (parsed back from its JSON, where a value cut to its tag limit would be a slice keeping the
-   * backend's whole string alive) and its size for cache.maxBytes; null when it cannot be kept.
+   * {entry, json} for answer kept keepMs from storedAt (performance.now() time): the entry holds
+   * the kept form as fresh strings (parsed back from its JSON, where a value cut to its tag limit
+   * would be a slice keeping the backend's whole string alive) and its size for cache.maxBytes;
+   * json is the shared store's value. null when it cannot be kept.
    */
-  entry(key, answer, storedAt) {
+  entry(key, answer, storedAt, keepMs) {
     const kept = this.keep(answer);
     if (kept === null) return null;
-    const json = JSON.stringify({ answer: kept, storedAt });
+    const json = JSON.stringify({ answer: kept, keepMs });
     const entry = JSON.parse(json);
+    entry.storedAt = storedAt;
     entry.bytes = entryBytes(key, json, entry.answer);
     return { entry, json };
   }
 
-  connectRedis(url) {
-    const Redis = require('ioredis'); // only when a shared store is configured
-    this.redis = new Redis(url, {
-      lazyConnect: false,
-      enableOfflineQueue: false, // a command while disconnected fails at once: the query goes on without it
-      maxRetriesPerRequest: 0,
-      connectTimeout: 1000,
-      commandTimeout: REDIS_TIMEOUT_MS * 4,
-      retryStrategy: (times) => Math.min(times * 200, 2000), // keep reconnecting in the background
-    });
-    this.redisUp = null;
-    this.redis.on('ready', () => this.redisState(true));
-    this.redis.on('error', (err) => this.redisError(err));
-    this.redis.on('end', () => this.redisState(false));
-  }
-
-  redisState(up, why) {
-    if (this.redisUp === up) return;
-    this.redisUp = up;
-    if (!this.log) return;
-    if (up) this.log.info('cache store (Redis) connected');
-    else this.log.warn(`cache store (Redis) unreachable${why ? `: ${why}` : ''}; queries go on with the local cache and the backend`);
-  }
-
-  redisError(err) {
-    if (this.metrics) this.metrics.cacheStoreErrors.inc();
-    this.redisState(false, err.code || err.message);
-  }
-
   /**
-   * The entry for key ({answer, storedAt}) or undefined: the local cache first, then the shared
-   * store (within REDIS_TIMEOUT_MS); keepMs: how long after storedAt an entry is still of use.
-   * Never rejects.
+   * The entry for key ({answer, storedAt}, storedAt on performance.now()'s clock) or undefined: the
+   * local cache first, then the shared store; keepMs: how long after storedAt an entry is still of
+   * use. Never rejects.
    */
   async get(key, keepMs) {
     const local = this.local.get(key);
-    if (local !== undefined || this.redis === null || this.redisUp !== true) return local;
-    let timer;
+    if (local !== undefined || this.store === null) return local;
+    const got = await this.store.read(KEY_PREFIX + key);
+    if (got === undefined || got === null || got[0] === null) return undefined;
+    const [text, pttl] = got;
+    let value;
     try {
-      const text = await Promise.race([
-        this.redis.get(KEY_PREFIX + key),
-        new Promise((resolve) => { timer = setTimeout(resolve, REDIS_TIMEOUT_MS, undefined); }),
-      ]);
-      if (typeof text !== 'string') return undefined;
-      let entry;
-      try {
-        entry = JSON.parse(text);
-      } catch {
-        entry = undefined;
-      }
-      if (!isEntry(entry, Date.now())) {
-        this.badValue(key);
-        return undefined;
-      }
-      const made = this.entry(key, entry.answer, entry.storedAt); // written by another host, maybe another version
-      if (made === null) return undefined;
-      // Kept in the process for what is left of its time.
-      const ttl = Math.floor(entry.storedAt + keepMs - Date.now());
-      if (ttl > 0) this.local.set(key, made.entry, { ttl });
-      return made.entry;
-    } catch (err) {
-      if (this.metrics) this.metrics.cacheStoreErrors.inc();
-      const n = this.throttle.hit('redis-get');
-      if (n && this.log) this.log.warn(`cache store (Redis) read failed: ${err.message}`, { count: n });
-      return undefined;
-    } finally {
-      clearTimeout(timer);
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
     }
+    if (!isStored(value, pttl)) {
+      this.badValue(key);
+      return undefined;
+    }
+    const age = Math.max(0, value.keepMs - pttl); // on Redis's clock: the same for every host
+    const left = Math.min(pttl, keepMs - age); // this host's settings may keep it for less than its writer's
+    if (left <= 0) return undefined;
+    const made = this.entry(key, value.answer, performance.now() - age, value.keepMs); // written by another host, maybe another version
+    if (made === null) return undefined;
+    this.local.set(key, made.entry, { ttl: left }); // kept in the process for what is left of its time
+    return made.entry;
   }
 
   /** A value in the shared store that is no entry: deleted there (this host answers from the backend), logged. */
@@ -177,22 +148,15 @@ class AnswerCache {
         key: this.redact ? `${KEY_PREFIX}sha256:${crypto.createHash('sha256').update(key).digest('hex').slice(0, 16)}` : KEY_PREFIX + key, count: n,
       });
     }
-    this.redis.del(KEY_PREFIX + key).catch(() => {});
+    this.store.remove(KEY_PREFIX + key);
   }
 
-  /** Stores answer, in its kept form, under key for ttl + stale (ms); the shared store is written in the background. */
+  /** Stores answer, in its kept form, under key for keepMs (ttl + stale); the shared store is written in the background. */
   set(key, answer, keepMs) {
-    const made = this.entry(key, answer, Date.now());
+    const made = this.entry(key, answer, performance.now(), keepMs);
     if (made === null) return;
-    const { entry, json } = made;
-    this.local.set(key, entry, { ttl: keepMs });
-    if (this.redis !== null && this.redisUp === true) {
-      this.redis.set(KEY_PREFIX + key, json, 'PX', keepMs).catch((err) => {
-        if (this.metrics) this.metrics.cacheStoreErrors.inc();
-        const n = this.throttle.hit('redis-set');
-        if (n && this.log) this.log.warn(`cache store (Redis) write failed: ${err.message}`, { count: n });
-      });
-    }
+    this.local.set(key, made.entry, { ttl: keepMs });
+    if (this.store !== null) this.store.write(KEY_PREFIX + key, made.json, keepMs);
   }
 
   toJSON() {
@@ -200,13 +164,13 @@ class AnswerCache {
       entries: this.local.size,
       bytes: this.local.calculatedSize,
       maxBytes: this.maxBytes,
-      store: this.redis === null ? null : (this.redisUp ? 'connected' : 'unreachable'),
+      store: this.store === null ? null : this.store.state,
     };
   }
 
   async close() {
-    if (this.redis !== null) this.redis.disconnect();
+    if (this.store !== null) this.store.close();
   }
 }
 
-module.exports = { AnswerCache, cacheKey };
+module.exports = { AnswerCache, cacheKey, KEY_PREFIX };

@@ -10,6 +10,7 @@ const { ConfigError } = require('../../lib/errors');
 const { readRegularFile, parseJson } = require('../../lib/files');
 const { checkLogFile } = require('../../lib/logger');
 const { compileRoute } = require('./routes');
+const { routeFingerprint, cacheScope } = require('./fingerprint');
 const { compileAllowlist } = require('./allowlist');
 const {
   compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, hasCredentials, secretPath,
@@ -146,6 +147,8 @@ function compileConfig(settings, { baseDir, env, fresh = false }) {
   const availability = {
     fallback: compileFallback(c.fallback), cache: compileCache(c.cache), breaker: compileBreaker(c.breaker), retry: compileRetry(c.retry),
   };
+  // The cache keys of queries no route names: the default contract's fingerprint.
+  availability.cacheScope = cacheScope(availability.cache, routeFingerprint(null, {}, c.backend));
   const problems = [];
   const attempt = (fn, under = null) => {
     try {
@@ -167,7 +170,7 @@ function compileConfig(settings, { baseDir, env, fresh = false }) {
   const routes = new Map(); // subtype -> compiled route; a Map, so "__proto__" is a subtype like any other
   for (const [subtype, route] of Object.entries(c.routes)) {
     const compiled = attempt(() => compileRoute(route, {
-      baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh,
+      baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh, backend: c.backend,
     }), `routes.${subtype}`);
     if (compiled !== null) routes.set(subtype, compiled);
   }

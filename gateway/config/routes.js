@@ -4,7 +4,8 @@
 // {backend}/query/{subtype} with the query as JSON; a per-subtype route in the config maps a query
 // onto any REST call (method, URL template, headers, body template, a JSON or XML answer's
 // mapping) or onto a JS module the user names. A URL template is parsed here, once (a body
-// template in body.js); backend/request.js fills them in for each query.
+// template in body.js); backend/request.js fills them in for each query. Each route's cache keys
+// start with its fingerprint (fingerprint.js), computed here, once.
 
 const path = require('node:path');
 const Module = require('node:module');
@@ -14,6 +15,7 @@ const { resolveHeaders, compileAuth } = require('./backend');
 const { compileBody } = require('./body');
 const { compileFormat } = require('../backend/formats');
 const { statusMap } = require('../backend/statuses');
+const { routeFingerprint, cacheScope } = require('./fingerprint');
 const {
   CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker,
 } = require('./availability');
@@ -35,14 +37,21 @@ function routeAvailability(route, top) {
   };
 }
 
+/** cacheScope: the prefix of the route's cache keys (fingerprint.js), null without a cache. */
+function withScope(compiled, route, backend, files) {
+  compiled.cacheScope = cacheScope(compiled.cache, routeFingerprint(compiled.kind, route, backend, files));
+  return compiled;
+}
+
 /**
  * One route, as the schema accepted it (schema.js, ROUTE: its kind, its keys, their types), compiled.
  * auth: the top level's compiled backend.auth (a route without its own uses it, on backend.url's
  * origins or with backendCredentials: backend/scope.js); env: for ${NAME} in headers and
- * secrets; fresh: load a handler module anew (a reload).
+ * secrets; fresh: load a handler module anew (a reload); backend: the config's backend section
+ * as written (what the route's cache fingerprint takes of it).
  */
 function compileRoute(route, {
-  baseDir, deadlineMs, availability = DEFAULT_AVAILABILITY, auth = null, env = process.env, fresh = false,
+  baseDir, deadlineMs, availability = DEFAULT_AVAILABILITY, auth = null, env = process.env, fresh = false, backend = {},
 }) {
   // A route may answer sooner than the query deadline, never later.
   const timeoutMs = route.timeoutMs === undefined ? deadlineMs : route.timeoutMs;
@@ -51,9 +60,9 @@ function compileRoute(route, {
   const statuses = statusMap(route.statuses);
   if (route.module === undefined && route.url === undefined) {
     // Its own fallback, cache, breaker, statuses or errorPath; the rest is backend's (backend.statuses, backend.errorPath).
-    return {
+    return withScope({
       kind: 'contract', statuses, errorPath: route.errorPath === undefined ? null : route.errorPath, ...settings,
-    };
+    }, route, backend);
   }
   const ownAuth = Object.hasOwn(route, 'auth');
   const common = {
@@ -78,14 +87,15 @@ function compileRoute(route, {
     if (typeof handler !== 'function' && typeof (handler && handler.handle) !== 'function') {
       throw new ConfigError(`module ${file} must export a function (query, {signal}) or {handle}`);
     }
-    return {
+    const files = [...userGraph(require.resolve(file))];
+    return withScope({
       kind: 'module',
       handle: typeof handler === 'function' ? handler : handler.handle.bind(handler),
       file,
-      files: [...userGraph(require.resolve(file))], // the handler's own files: its errors' stacks name them (backend/user-code.js)
+      files, // the handler's own files: its errors' stacks name them (backend/user-code.js)
       ...common,
       ...settings,
-    };
+    }, route, backend, files);
   }
   const template = parseTemplate(route.url);
   const mapping = Object.entries(route.response || {});
@@ -98,7 +108,7 @@ function compileRoute(route, {
   const xml = route.format === 'xml';
   if (xml && headers.accept === undefined) headers.accept = XML_ACCEPT;
   const errorPath = route.errorPath || (xml ? SOAP_FAULT_TEXT : 'error');
-  return {
+  return withScope({
     kind: 'http',
     method,
     template,
@@ -111,7 +121,7 @@ function compileRoute(route, {
     sendBody: body === null && (route.body === 'query' || (route.body === undefined && method !== 'GET' && method !== 'DELETE')),
     body,
     ...settings,
-  };
+  }, route, backend);
 }
 
 /**

@@ -104,6 +104,14 @@ const DEFINITIONS = {
       store: {
         type: ['string', 'null'], pattern: '^rediss?://[^/]+', default: null, 'x-must': 'must be a redis://host:port URL or null',
       },
+      namespace: {
+        type: ['string', 'null'],
+        pattern: '^[A-Za-z0-9._-]{1,64}$',
+        default: null,
+        description: 'a name of this deployment in the cache keys, for a Redis shared by deployments whose routes send the same requests '
+          + "to different services; null: the routes' fingerprints alone keep deployments apart",
+        'x-must': 'must be 1 to 64 letters, digits, dots, dashes or underscores, or null',
+      },
     },
     default: null,
     'x-must': 'must be an object or null',

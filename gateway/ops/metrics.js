@@ -150,6 +150,17 @@ class Metrics {
     this.cacheStoreErrors = new client.Counter({
       name: `${prefix}cache_store_errors_total`, help: 'Failed reads and writes of the shared cache store (Redis)', registers,
     });
+    this.cacheStoreUp = new client.Gauge({
+      name: `${prefix}cache_store_up`,
+      help: 'The shared cache store: 1 connected, 0 connecting, unreachable or unresponsive (nothing is sent to it); no sample without one',
+      labelNames: ['store'],
+      registers,
+      collect() {
+        this.reset();
+        const cache = metrics.cacheSize();
+        if (cache && cache.store) this.labels('redis').set(cache.store === 'connected' ? 1 : 0);
+      },
+    });
     this.subtypes = new Map(); // subtype label -> Map(outcome -> counter child)
     this.known = new Set(); // configured routes' subtypes: never folded into (other)
     this.maxOtherSubtypes = 50;

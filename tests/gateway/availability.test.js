@@ -9,6 +9,7 @@ const { STATUS } = require('../../lib/protocol');
 const { WireClient } = require('../helpers/wire');
 const { startStack, startTestBackend } = require('../helpers/stack');
 const { startRedis } = require('../helpers/redis');
+const { cacheKey, KEY_PREFIX } = require('../../gateway/backend/cache');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -25,6 +26,18 @@ async function switchable() {
   });
   b.mode = 'ok';
   return b;
+}
+
+/** The Redis key under which stack's gateway keeps the answer to {subtype, clid}. */
+function redisKey(stack, subtype, clid) {
+  const { resolver } = stack.gateway;
+  return KEY_PREFIX + cacheKey({ subtype, clid }, ['clid'], resolver.settingsFor({ subtype }).cacheScope);
+}
+
+/** Waits until every stack's shared store is connected. */
+async function storesConnected(...stacks) {
+  const until = Date.now() + 5000;
+  while (!stacks.every((s) => s.gateway.resolver.cache.store.state === 'connected') && Date.now() < until) await wait(20);
 }
 
 async function outcomes(stack) {
@@ -183,23 +196,25 @@ describe('availability', function () {
       const b = await switchable();
       cleanup.push(() => b.close());
       const { stack, c } = await stackWith(b.url, { cache: { key: ['clid'], store: redis.url } });
-      const until = Date.now() + 5000;
-      while (!stack.gateway.resolver.cache.redisUp && Date.now() < until) await wait(20);
+      await storesConnected(stack);
       const Redis = require('ioredis');
       const r = new Redis(redis.url, { maxRetriesPerRequest: 0 });
       cleanup.push(() => r.disconnect());
-      const bad = ['null', '{"answer": null, "storedAt": 1}', '[1,2]', 'not json',
-        JSON.stringify({ answer: { vars: { 1: 'from the future' } }, storedAt: Date.now() + 3_600_000 })];
+      // Each with an expiry (PX) but no cached answer, and one cached answer that never expires.
+      const bad = ['null', '{"answer": null, "keepMs": 60000}', '[1,2]', 'not json', '{"answer": {"vars": {"1": "no keepMs"}}}',
+        JSON.stringify({ answer: { vars: { 1: 'no expiry' } }, keepMs: 60_000 })];
       for (const [i, value] of bad.entries()) {
-        const key = `ged145:answer:${JSON.stringify(['s', `555${i}`])}`;
-        await r.set(key, value);
+        const key = redisKey(stack, 's', `555${i}`);
+        if (i < bad.length - 1) await r.set(key, value, 'PX', 60_000);
+        else await r.set(key, value);
         const reply = await c.ask({ subtype: 's', clid: `555${i}` });
         assert.deepEqual([reply.type, reply.status], ['QUERY_RESP', 0], `value ${value}: answered`);
         assert.equal(b.requests.length, i + 1, `value ${value}: from the backend`);
         await wait(50); // the cache writes Redis in the background
         const now = JSON.parse(await r.get(key));
         assert.equal(now.answer.vars[1], reply.vars[1], `value ${value}: replaced by the backend's answer`);
-        assert.ok(now.storedAt <= Date.now());
+        assert.equal(now.keepMs, 30_000 + 3_600_000);
+        assert.ok(await r.pttl(key) > 0, 'stored with an expiry');
       }
       assert.ok(stack.log.lines.some((l) => /cache store \(Redis\) held a value that is no cached answer/.test(l.message)));
       const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
@@ -214,16 +229,16 @@ describe('availability', function () {
       const b = await switchable();
       cleanup.push(() => b.close());
       const { stack, c } = await stackWith(b.url, { cache: { key: ['clid'], store: redis.url, ttlMs: 300, staleIfErrorMs: 0 }, 'breaker.enabled': false });
-      const until = Date.now() + 5000;
-      while (!stack.gateway.resolver.cache.redisUp && Date.now() < until) await wait(20);
+      await storesConnected(stack);
       const Redis = require('ioredis');
       const r = new Redis(redis.url, { maxRetriesPerRequest: 0 });
       cleanup.push(() => r.disconnect());
-      // Side A stored this 100 ms ago; it is good for 200 ms more.
-      const fromA = JSON.stringify({ answer: { vars: { 1: 'from side A' } }, storedAt: Date.now() - 100 });
-      await r.set(`ged145:answer:${JSON.stringify(['s', '5559'])}`, fromA, 'PX', 200);
+      // Side A stored this 100 ms ago, for 300 ms: Redis keeps it for 200 ms more.
+      const fromA = JSON.stringify({ answer: { vars: { 1: 'from side A' } }, keepMs: 300 });
+      const key = redisKey(stack, 's', '5559');
+      await r.set(key, fromA, 'PX', 200);
       assert.equal((await c.ask({ subtype: 's', clid: '5559' })).vars[1], 'from side A');
-      const left = stack.gateway.resolver.cache.local.getRemainingTTL(JSON.stringify(['s', '5559']));
+      const left = stack.gateway.resolver.cache.local.getRemainingTTL(key.slice(KEY_PREFIX.length));
       assert.ok(left > 0 && left <= 200, `the process keeps it for what is left of its time: ${left} ms`);
       await r.flushall();
       await wait(300);
@@ -239,8 +254,7 @@ describe('availability', function () {
       const cache = { ttlMs: 60_000, key: ['clid'], store: redis.url };
       const a = await stackWith(b.url, { cache });
       const sideB = await stackWith(b.url, { cache });
-      const until = Date.now() + 5000;
-      while (!(a.stack.gateway.resolver.cache.redisUp && sideB.stack.gateway.resolver.cache.redisUp) && Date.now() < until) await wait(20);
+      await storesConnected(a.stack, sideB.stack);
       const fromA = await a.c.ask({ subtype: 'x', clid: '5553' });
       await wait(100); // the write to Redis is in the background
       const fromB = await sideB.c.ask({ subtype: 'x', clid: '5553' });
@@ -266,12 +280,11 @@ describe('availability', function () {
       const b = await switchable();
       cleanup.push(() => b.close());
       const { stack, c } = await stackWith(b.url, { cache: { store: redis.url }, 'log.redact': true });
-      const until = Date.now() + 5000;
-      while (!stack.gateway.resolver.cache.redisUp && Date.now() < until) await wait(20);
+      await storesConnected(stack);
       const Redis = require('ioredis');
       const r = new Redis(redis.url, { maxRetriesPerRequest: 0 });
       cleanup.push(() => r.disconnect());
-      await r.set(`ged145:answer:${JSON.stringify(['s', '5559876543'])}`, 'not json');
+      await r.set(redisKey(stack, 's', '5559876543'), 'not json', 'PX', 60_000);
       assert.equal((await c.ask({ subtype: 's', clid: '5559876543' })).type, 'QUERY_RESP');
       const line = stack.log.lines.find((l) => /held a value that is no cached answer/.test(l.message));
       assert.ok(line);
@@ -289,8 +302,7 @@ describe('availability', function () {
       const cache = { ttlMs: 200, staleIfErrorMs: 60_000, store: redis.url };
       const a = await stackWith(b.url, { cache });
       const sideB = await stackWith(b.url, { cache });
-      const until = Date.now() + 5000;
-      while (!(a.stack.gateway.resolver.cache.redisUp && sideB.stack.gateway.resolver.cache.redisUp) && Date.now() < until) await wait(20);
+      await storesConnected(a.stack, sideB.stack);
       const fromA = await a.c.ask({ subtype: 'cust', clid: '5559001' });
       assert.equal(fromA.type, 'QUERY_RESP');
       await wait(1000);
