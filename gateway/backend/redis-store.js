@@ -8,7 +8,8 @@
 //   connecting --ready--> connected --error or close--> unreachable --ready--> connected
 //                            |                                         ^
 //                            +-- TIMEOUTS_TO_DOWN commands in a row ---+-- unresponsive
-//                                not answered within COMMAND_TIMEOUT_MS
+//                                not answered within COMMAND_TIMEOUT_MS,
+//                                over at least SILENT_MS
 //
 // A Redis that keeps its TCP connection but answers nothing (a frozen host, a black-holed route)
 // would otherwise hold every command sent to it: ioredis keeps a command waiting for its reply
@@ -17,12 +18,21 @@
 // connection is ready: ioredis reconnects with a growing delay, and its ready check (an INFO that
 // must be answered within the command timeout) is the probe. And at most MAX_IN_FLIGHT commands
 // and MAX_IN_FLIGHT_BYTES of values are outstanding at any time, whatever the state says.
+//
+// A busy event loop is no evidence against Redis: a timeout timer that fired more than
+// TIMER_LAG_MS late, or one that fired while a reply sat unread (timers run before I/O in a
+// turn of the loop), would say so after any stall. So a timeout counts only when its timer was
+// on time, and the timeouts in a row must span SILENT_MS: a stall makes a burst of them at one
+// moment; a Redis that answers nothing goes on making them.
 
+const { performance } = require('node:perf_hooks');
 const { LogThrottle } = require('../../lib/log-throttle');
 
 const READ_WITHIN_MS = 25;
 const COMMAND_TIMEOUT_MS = 100;
 const TIMEOUTS_TO_DOWN = 3;
+const SILENT_MS = 200;
+const TIMER_LAG_MS = 25;
 const MAX_IN_FLIGHT = 1000;
 const MAX_IN_FLIGHT_BYTES = 8 * 1024 * 1024;
 const TIMED_OUT = 'Command timed out'; // ioredis's words for a commandTimeout (it gives no code)
@@ -42,6 +52,7 @@ class RedisStore {
     this.throttle = new LogThrottle();
     this.state = STATES.CONNECTING;
     this.timeoutsInRow = 0;
+    this.firstTimeoutAt = 0; // performance.now() of the first timeout in a row
     this.inFlight = 0;
     this.inFlightBytes = 0;
     const Redis = require('ioredis'); // only when a shared store is configured
@@ -100,13 +111,14 @@ class RedisStore {
   track(p, bytes, what) {
     this.inFlight += 1;
     this.inFlightBytes += bytes;
+    const sentAt = performance.now();
     return p.then((v) => {
       this.settled(bytes);
       this.timeoutsInRow = 0;
       return v;
     }, (err) => {
       this.settled(bytes);
-      this.failed(err, what);
+      this.failed(err, what, sentAt);
       throw err;
     });
   }
@@ -116,11 +128,14 @@ class RedisStore {
     this.inFlightBytes -= bytes;
   }
 
-  failed(err, what) {
+  failed(err, what, sentAt) {
     if (this.metrics) this.metrics.cacheStoreErrors.inc();
     if (err.message === TIMED_OUT && this.state === STATES.CONNECTED) {
+      const now = performance.now();
+      if (now - sentAt - COMMAND_TIMEOUT_MS > TIMER_LAG_MS) return; // the loop was busy: says nothing of Redis
+      if (this.timeoutsInRow === 0) this.firstTimeoutAt = now;
       this.timeoutsInRow += 1;
-      if (this.timeoutsInRow >= TIMEOUTS_TO_DOWN) this.unresponsive();
+      if (this.timeoutsInRow >= TIMEOUTS_TO_DOWN && now - this.firstTimeoutAt >= SILENT_MS) this.unresponsive();
       return;
     }
     if (this.state !== STATES.CONNECTED) return; // what a drop of the connection failed: its state says it
@@ -130,7 +145,8 @@ class RedisStore {
 
   /** Commands in a row unanswered: nothing more is sent, and the connection (with what waits on it) is dropped; a new one is the probe. */
   unresponsive() {
-    this.setState(STATES.UNRESPONSIVE, `${TIMEOUTS_TO_DOWN} commands in a row not answered within ${COMMAND_TIMEOUT_MS} ms`);
+    const ms = Math.round(performance.now() - this.firstTimeoutAt + COMMAND_TIMEOUT_MS);
+    this.setState(STATES.UNRESPONSIVE, `${this.timeoutsInRow} commands in a row not answered within ${COMMAND_TIMEOUT_MS} ms, nothing heard for ${ms} ms`);
     this.redis.disconnect(true);
   }
 
@@ -156,5 +172,5 @@ class RedisStore {
 }
 
 module.exports = {
-  RedisStore, STATES, COMMAND_TIMEOUT_MS, TIMEOUTS_TO_DOWN, MAX_IN_FLIGHT,
+  RedisStore, STATES, COMMAND_TIMEOUT_MS, TIMEOUTS_TO_DOWN, SILENT_MS, MAX_IN_FLIGHT,
 };

@@ -1,7 +1,9 @@
 'use strict';
 
 // A real redis-server on 127.0.0.1 for the shared-cache tests (Debian package redis-server;
-// .ci/run installs it). Started on a free port with persistence off; stop() kills it.
+// .ci/run installs it). Started on a free port with persistence off; stop() kills it. freeze()
+// stops it with SIGSTOP: its connections stay open and nothing is answered, as with a frozen
+// host or a black-holed route; thaw() lets it go on (SIGCONT).
 
 const net = require('node:net');
 const { spawn, execFileSync } = require('node:child_process');
@@ -40,6 +42,13 @@ async function startRedis(port) {
   return {
     port: p,
     url: `redis://127.0.0.1:${p}`,
+    pid: child.pid,
+    freeze() {
+      child.kill('SIGSTOP');
+    },
+    thaw() {
+      child.kill('SIGCONT');
+    },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGKILL');
