@@ -11,6 +11,8 @@
 //                                not answered within COMMAND_TIMEOUT_MS,
 //                                over at least SILENT_MS
 //
+// and close() ends any of them: closed (a stop, or a reload with other cache settings).
+//
 // A Redis that keeps its TCP connection but answers nothing (a frozen host, a black-holed route)
 // would otherwise hold every command sent to it: ioredis keeps a command waiting for its reply
 // after its timeout, and the socket buffers what Redis does not read. So once it is unresponsive
@@ -41,7 +43,7 @@ const TIMED_OUT = 'Command timed out'; // ioredis's words for a commandTimeout (
 const GET_WITH_PTTL = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}";
 
 const STATES = Object.freeze({
-  CONNECTING: 'connecting', CONNECTED: 'connected', UNREACHABLE: 'unreachable', UNRESPONSIVE: 'unresponsive',
+  CONNECTING: 'connecting', CONNECTED: 'connected', UNREACHABLE: 'unreachable', UNRESPONSIVE: 'unresponsive', CLOSED: 'closed',
 });
 
 class RedisStore {
@@ -158,7 +160,7 @@ class RedisStore {
   }
 
   setState(state, why) {
-    if (this.state === state) return;
+    if (this.state === state || this.state === STATES.CLOSED) return;
     this.state = state;
     this.timeoutsInRow = 0;
     if (!this.log) return;
@@ -166,7 +168,9 @@ class RedisStore {
     else this.log.warn(`cache store (Redis) ${state}${why ? `: ${why}` : ''}; queries go on with the local cache and the backend`);
   }
 
+  /** Closed for good: the connection's end is no news for the operator. */
   close() {
+    this.state = STATES.CLOSED;
     this.redis.disconnect();
   }
 }

@@ -142,7 +142,7 @@ describe('cache ages when wall clocks step and differ (libfaketime)', function (
     cleanup.push(() => onB.close());
     const fresh = await onB.ask({ subtype: 'long', clid: '5552001' });
     const stale = await onB.ask({ subtype: 'short', clid: '5552002' });
-    assert.deepEqual([fresh.type, fresh.vars[1], stale.type, stale.vars[1]], ['QUERY_RESP', 'live-1', 'QUERY_RESP', 'live-2'],
+    assert.deepEqual([fresh.type, fresh.vars?.[1], stale.type, stale.vars?.[1]], ['QUERY_RESP', 'live-1', 'QUERY_RESP', 'live-2'],
       `side B answered from side A's entries: ${JSON.stringify([fresh, stale])}`);
     assert.equal(b.requests.length, 3, 'the fresh one without the backend; the stale one after the backend failed');
     const o = await outcomesOf(sideB.adminPort);

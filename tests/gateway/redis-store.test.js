@@ -101,7 +101,7 @@ describe('the shared cache store when Redis freezes', function () {
     assert.notEqual(downAfterMs, null, `the store shown unresponsive within 2 s of the freeze: ${JSON.stringify(await health(stack))}`);
     assert.ok(queued <= 100 && buffered <= 256 * 1024, `commands waiting in ioredis at most ${queued}, socket buffer at most ${buffered} bytes`);
     assert.deepEqual([during.missing, during.duplicated], [0, 0], JSON.stringify(during));
-    assert.ok(during.late <= during.sent / 100, `answered before 300 ms: ${JSON.stringify(during)}`);
+    assert.ok(during.late <= during.sent / 50, `answered before 300 ms: ${JSON.stringify(during)}`);
     assert.ok(mix.ok > 0 && mix.stale > 0, `backend and stale answers while Redis is frozen: ${JSON.stringify(mix)}`);
     assert.match(await stack.gateway.metrics.text(), /^ged145_cache_store_up\{store="redis"\} 0$/m);
     assert.ok(stack.log.lines.some((l) => /cache store \(Redis\) unresponsive: \d+ commands in a row not answered within 100 ms/.test(l.message)));
