@@ -32,6 +32,7 @@ const { isObject } = require('../../lib/objects');
 const { fieldValue } = require('../../lib/query-fields');
 const { RedisStore } = require('./redis-store');
 
+/** Keys in the shared store; their values are {answer, keepMs}: another shape needs another prefix. */
 const KEY_PREFIX = 'ged145:answer:';
 /**
  * What an entry costs in the heap besides its answer's JSON text: the entry object and the

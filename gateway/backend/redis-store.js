@@ -149,7 +149,11 @@ class RedisStore {
   unresponsive() {
     const ms = Math.round(performance.now() - this.firstTimeoutAt + COMMAND_TIMEOUT_MS);
     this.setState(STATES.UNRESPONSIVE, `${this.timeoutsInRow} commands in a row not answered within ${COMMAND_TIMEOUT_MS} ms, nothing heard for ${ms} ms`);
-    this.redis.disconnect(true);
+    // Destroyed, not ended: an end waits for Redis to read what is buffered, which a frozen Redis
+    // never does. Its close fails what waited (maxRetriesPerRequest 0) and ioredis reconnects.
+    const { stream } = this.redis;
+    if (stream) stream.destroy();
+    else this.redis.disconnect(true);
   }
 
   connectionError(err) {

@@ -24,11 +24,6 @@ const CREDENTIAL_HEADER = /^(authorization|proxy-authorization|cookie)$|key|toke
 /** auth's keys that hold or name a secret. */
 const SECRET_KEY = /secret|passw|^token(file)?$/i;
 const SECRET = '(secret)';
-/**
- * The shape of a value in the shared store (backend/cache.js): part of every fingerprint, so that
- * a version that stores another shape never reads this one's entries, nor they its.
- */
-const STORE_FORMAT = 2;
 
 /** JSON with every object's keys in order, undefined left out: the same settings give the same text. */
 function canonical(v) {
@@ -95,7 +90,7 @@ function routeFingerprint(kind, route, backend, files = []) {
     Object.assign(shared, { url: backend.url, statuses: backend.statuses, errorPath: backend.errorPath });
   }
   const meaning = {
-    format: STORE_FORMAT, kind: kind || 'contract', route: own, backend: shared, code: files.map(fileHash),
+    kind: kind || 'contract', route: own, backend: shared, code: files.map(fileHash),
   };
   return crypto.createHash('sha256').update(canonical(meaning)).digest('hex').slice(0, 16);
 }

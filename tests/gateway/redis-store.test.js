@@ -12,6 +12,7 @@ const { WireClient } = require('../helpers/wire');
 const { startStack, startTestBackend } = require('../helpers/stack');
 const { startRedis } = require('../helpers/redis');
 const { sendAtRate, routerFigures } = require('../helpers/open-loop');
+const { RedisStore, MAX_IN_FLIGHT } = require('../../gateway/backend/redis-store');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 const CALLERS = 300;
@@ -57,6 +58,37 @@ describe('the shared cache store when Redis freezes', function () {
   const cleanup = [];
   afterEach(async () => {
     for (const f of cleanup.splice(0).reverse()) await f();
+  });
+
+  it('at most 1,000 commands and 8 MiB of values outstanding, however fast they come; dropped with the connection once unresponsive', async () => {
+    const redis = await startRedis();
+    cleanup.push(() => redis.stop());
+    const store = new RedisStore(redis.url);
+    cleanup.push(() => store.close());
+    const until = performance.now() + 5000;
+    while (store.state !== 'connected' && performance.now() < until) await wait(20);
+    redis.freeze();
+    cleanup.push(() => redis.thaw());
+    const big = 'x'.repeat(10 * 1024);
+    for (let i = 0; i < 3000; i++) store.write(`big:${i}`, big, 60_000);
+    assert.ok(store.inFlightBytes <= 8 * 1024 * 1024 && store.inFlight < 820, `${store.inFlight} writes of 10 KB, ${store.inFlightBytes} bytes`);
+    for (let i = 0; i < 3000; i++) store.write(`small:${i}`, 'x', 60_000);
+    const reads = await Promise.all(Array.from({ length: 100 }, (_, i) => store.read(`small:${i}`)));
+    assert.equal(store.inFlight, MAX_IN_FLIGHT);
+    assert.equal(store.redis.commandQueue.length, MAX_IN_FLIGHT, 'what waits in ioredis is what the store let through');
+    assert.deepEqual(new Set(reads), new Set([undefined]), 'a read past the bound is no wait: the query goes on without it');
+    // Traffic goes on: timeouts in a row over 200 ms, not one burst of them (which a stall of this process could make).
+    const down = performance.now() + 3000;
+    for (let i = 0; store.state !== 'unresponsive' && performance.now() < down; i++) {
+      store.write(`trickle:${i}`, 'x', 60_000);
+      await wait(50);
+    }
+    assert.equal(store.state, 'unresponsive');
+    const dropped = performance.now() + 1000;
+    while (store.redis.commandQueue.length > 0 && performance.now() < dropped) await wait(10);
+    assert.deepEqual([store.inFlight, store.inFlightBytes, store.redis.commandQueue.length], [0, 0, 0], 'dropped with the connection');
+    store.write('after', 'x', 60_000);
+    assert.equal(store.inFlight, 0, 'nothing is sent to an unresponsive store');
   });
 
   it('150 queries/s on a frozen Redis: unresponsive within 2 s, nothing piles up, every query answered once and on time; back after SIGCONT', async () => {
