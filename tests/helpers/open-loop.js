@@ -35,8 +35,9 @@ function sendAtRate(c, { rate, durationMs, fields, firstId = 1000 }) {
 }
 
 /**
- * What the router saw of the queries sent: {sent, missing, duplicated, ok, failure, late, maxMs},
- * late: replies that came lateMs or more after their query. Waits up to waitMs for the last replies.
+ * What the router saw of the queries sent: {sent, missing, duplicated, ok, failure, late, maxMs,
+ * lateBySecond}, late: replies that came lateMs or more after their query (lateBySecond: by the
+ * second of the run they were sent in). Waits up to waitMs for the last replies.
  */
 async function routerFigures(c, { ids, sentAt }, { lateMs = 300, waitMs = 5000 } = {}) {
   const wanted = new Set(ids);
@@ -49,15 +50,28 @@ async function routerFigures(c, { ids, sentAt }, { lateMs = 300, waitMs = 5000 }
   let failure = 0;
   let late = 0;
   let maxMs = 0;
+  const t0 = sentAt.get(ids[0]);
+  const lateBySecond = [];
   for (const m of replies) {
     if (m.type === 'QUERY_RESP') ok++;
     else failure++;
     const ms = m.receivedAt - sentAt.get(m.invokeId);
-    if (ms >= lateMs) late++;
+    if (ms >= lateMs) {
+      late++;
+      const second = Math.floor((sentAt.get(m.invokeId) - t0) / 1000);
+      lateBySecond[second] = (lateBySecond[second] || 0) + 1;
+    }
     if (ms > maxMs) maxMs = ms;
   }
   return {
-    sent: ids.length, missing: missing.length, duplicated: duplicated.length, ok, failure, late, maxMs: Math.round(maxMs),
+    sent: ids.length,
+    missing: missing.length,
+    duplicated: duplicated.length,
+    ok,
+    failure,
+    late,
+    maxMs: Math.round(maxMs),
+    lateBySecond: Array.from(lateBySecond, (n) => n || 0),
   };
 }
 
