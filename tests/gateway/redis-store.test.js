@@ -18,10 +18,13 @@ const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 const CALLERS = 300;
 const RATE = 150;
 
-/** A customer API answering ~1 KB; every 10th request is a 500 (stale answers or failures for those). */
+/**
+ * A customer API answering ~1 KB; every 7th request is a 500 (stale answers or failures for those).
+ * 7, prime to the number of callers, so that the failures fall on every caller in turn.
+ */
 async function api() {
   const b = await startTestBackend((req, res) => {
-    if (b.requests.length % 10 === 0) {
+    if (b.requests.length % 7 === 0) {
       res.statusCode = 500;
       res.end('down');
       return;
@@ -145,13 +148,14 @@ describe('the shared cache store when Redis freezes', function () {
     const r = new Redis(redis.url, { maxRetriesPerRequest: 0 });
     cleanup.push(() => r.disconnect());
     const keysBefore = await r.dbsize();
-    const reply = await (async () => {
-      c.query(99_999, { subtype: 'cust', clid: '5559999999' });
-      return c.waitFor((m) => m.invokeId === 99_999);
-    })();
-    assert.equal(reply.type, 'QUERY_RESP');
+    // Two new callers: at most one of two requests in a row meets the API's 500.
+    c.query(99_998, { subtype: 'cust', clid: '5559999998' });
+    c.query(99_999, { subtype: 'cust', clid: '5559999999' });
+    const replies = await Promise.all([99_998, 99_999].map((id) => c.waitFor((m) => m.invokeId === id)));
+    const answered = replies.filter((m) => m.type === 'QUERY_RESP').length;
+    assert.ok(answered >= 1);
     await wait(100);
-    assert.equal(await r.dbsize(), keysBefore + 1, 'written to again');
+    assert.equal(await r.dbsize(), keysBefore + answered, 'written to again');
     assert.match(await stack.gateway.metrics.text(), /^ged145_cache_store_up\{store="redis"\} 1$/m);
     // The figures, for the record.
     process.stdout.write(`      frozen Redis, ${RATE} queries/s: unresponsive after ${downAfterMs} ms; router ${JSON.stringify(during)}; `

@@ -33,12 +33,15 @@ const rssMb = (pid) => Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/
 /** 16 ECC variables of 240 characters: an answer of about 4 KB, as a CRM's customer record with notes gives. */
 const ECC = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`user.field${i}`, String(i % 10).repeat(240)]));
 
-/** A customer API answering about 4 KB; every 10th request is a 500 (stale answers or failures for those). */
+/**
+ * A customer API answering about 4 KB; every 7th request is a 500 (stale answers or failures for
+ * those). 7, prime to the number of callers, so that the failures fall on every caller in turn.
+ */
 async function api() {
   const b = await startTestBackend((req, res) => {
     b.requests.length = 0; // only the count matters, and 20,000 entries would weigh on this process
     b.count += 1;
-    if (b.count % 10 === 0) {
+    if (b.count % 7 === 0) {
       res.statusCode = 500;
       res.end('down');
       return;
