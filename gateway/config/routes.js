@@ -165,7 +165,8 @@ function forget(file) {
     delete require.cache[id];
   }
   for (const m of Object.values(require.cache)) {
-    if (m.children.some((c) => gone.has(c))) m.children = m.children.filter((c) => !gone.has(c));
+    // Not every entry is a Module: a test runner may put plain objects there (mocha does).
+    if (Array.isArray(m.children) && m.children.some((c) => gone.has(c))) m.children = m.children.filter((c) => !gone.has(c));
   }
 }
 

@@ -45,6 +45,8 @@ describe('route fingerprint', () => {
       errorPath: scopeOf(rest({ errorPath: 'fault.text' })),
       statuses: scopeOf(rest({ statuses: { 404: 'ok' } })),
       body: scopeOf(rest({ body: 'query' })),
+      bodyTemplate: scopeOf(rest({ method: 'POST', body: '<GetCustomer><phone>{clid}</phone></GetCustomer>', headers: { 'content-type': 'text/xml' } })),
+      format: scopeOf(rest({ format: 'xml' })),
       authClient: scopeOf(rest({ auth: { type: 'basic', username: 'tenant-b', password: 'x' } })),
       backendHeader: scopeOf({ ...rest(), 'backend.headers': { 'X-Tenant': 'b' } }),
     };
