@@ -25,7 +25,7 @@
 // deleted there, logged, and the query goes to the backend, whose answer takes its place.
 
 const crypto = require('node:crypto');
-const { performance } = require('node:perf_hooks');
+// The global performance (not perf_hooks') so that a test's fake clock reaches it.
 const { LRUCache } = require('lru-cache');
 const { LogThrottle } = require('../../lib/log-throttle');
 const { isObject } = require('../../lib/objects');

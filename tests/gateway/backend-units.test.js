@@ -32,7 +32,7 @@ const unsent = (resolver, q) => resolver.dispatch(q, Infinity, 1, { onOutcome() 
 
 describe('QueryResolver (unit, scripted backend)', () => {
   let clock;
-  beforeEach(() => { clock = sinon.useFakeTimers({ now: 1_000_000, toFake: ['Date'] }); });
+  beforeEach(() => { clock = sinon.useFakeTimers({ now: 1_000_000, toFake: ['Date', 'performance'] }); });
   afterEach(async () => { clock.restore(); });
 
   it('a fresh cached answer answers without the backend; a missing key field bypasses the cache', async () => {

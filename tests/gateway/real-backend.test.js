@@ -67,7 +67,7 @@ describe('a real backend: nginx with TLS from a private CA, OAuth2, a forward pr
   const oauth = (extra = {}) => ({
     type: 'oauth2', tokenUrl: `${nginx.url}/oauth/token`, clientId: 'ged145', clientSecretFile: 'crm-client-secret', scope: 'customers.read', ...extra,
   });
-  const configWith = (backend = {}) => ({ backend: { tls: { ca: certs.ca }, auth: oauth(), ...backend }, routes: { cust: custRoute(nginx.url) } });
+  const configWith = (backend = {}) => ({ backend: { tls: { ca: certs.ca }, auth: oauth(), connections: 16, ...backend }, routes: { cust: custRoute(nginx.url) } });
 
   it('configuration alone: bursts after idle gaps of 1.9-2.6 s while tokens expire every 3 s, every caller answered in time, the secret nowhere', async () => {
     const before = { ...api.stats };
