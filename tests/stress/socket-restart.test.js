@@ -19,7 +19,7 @@ describe('restart on a held socket (socket activation)', function () {
     for (const f of cleanup.splice(0).reverse()) await f();
   });
 
-  it('SIGTERM, exit, start under 200 queries/s: no refused connection, none lost but what came after our FIN, the session back within 2 s', async () => {
+  it('SIGTERM, exit, start under 200 queries/s: no refused connection, none lost but what came after our FIN, the session back within 5 s', async () => {
     const sim = spawnCli(['rest-sim', '--port', '0', '--ready-json']);
     cleanup.push(async () => { sim.kill('SIGTERM'); await sim.exited; });
     const { url } = await sim.ready();
@@ -43,7 +43,10 @@ describe('restart on a held socket (socket activation)', function () {
     assert.deepEqual(s.failures, {}, figures);
     assert.equal(s.late, 0, figures);
     assert.equal(s.lost, queriesAfterClose(first.out + first.err), `lost only after our FIN: ${figures}`);
-    // 400 queries are two seconds at 200/s: fewer were due while no session was open.
-    assert.ok(s.unsent < 400, `open again within 2 s: ${figures}`);
+    // 1,000 queries are five seconds at 200/s: fewer were due while no session was open. The start
+    // (with its warm-up, as systemd runs it) took 3.7-3.9 s on a slower 2-core machine, on the old
+    // code as well (747 unsent), where 2 s had held before; the session itself moves at once (one
+    // reconnect, nothing refused, above).
+    assert.ok(s.unsent < 1000, `open again within 5 s: ${figures}`);
   });
 });
