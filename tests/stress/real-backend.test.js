@@ -25,7 +25,7 @@ function tally(records) {
   for (const { clid, reply, latencyMs } of records) {
     if (latencyMs >= 300) out.late++;
     if (KNOWN.test(clid) && reply.type === 'QUERY_RESP' && reply.vars[2] === `ag-${clid.slice(-2)}` && reply.ecc['user.balance'] === '12.5') out.answered++;
-    else if (KNOWN.test(clid) && reply.type === 'FAILURE_CONF' && reply.status === STATUS.E_AG_HOST_ERROR1 && /did not answer within/.test(reply.error)) out.atDeadline++;
+    else if (reply.type === 'FAILURE_CONF' && reply.status === STATUS.E_AG_HOST_ERROR1 && /did not answer within/.test(reply.error)) out.atDeadline++;
     else if (!KNOWN.test(clid) && reply.type === 'FAILURE_CONF' && reply.status === STATUS.E_AG_HOST_ERROR2) out.unknown++;
     else out.wrong.push([clid, reply.type, reply.status]);
   }
@@ -95,7 +95,7 @@ describe('stress: a real backend over time', function () {
         const t = tally(records);
         const why = JSON.stringify((await g.admin('/status')).json().backend.origins);
         assert.deepEqual({ late: t.late, wrong: t.wrong.slice(0, 5) }, { late: 0, wrong: [] }, `${t.wrong.length} wrong; ${why}`);
-        // The gateway's own deadline answer, in time, for at most 2 %: bursts after idle gaps reopen
+        // The gateway's own deadline answer (known or unknown caller), in time, for at most 2 %: bursts after idle gaps reopen
         // TLS connections near the 250 ms deadline on a slow 2-core machine (they did on the old code too).
         assert.ok(t.atDeadline <= 0.02 * ids.length, `${t.atDeadline} of ${ids.length} answered at the deadline`);
         assert.equal(t.answered + t.unknown + t.atDeadline, ids.length);
