@@ -118,10 +118,10 @@ class CaseFailure extends Error {
 }
 
 /** A conformance case cannot run against this host as declared (its subtype is not answered with data, say). */
-class CaseSkip extends Error {
+class CaseSkipped extends Error {
   constructor(reason) {
     super(reason);
-    this.name = 'CaseSkip';
+    this.name = 'CaseSkipped';
     this.code = CODES.CASE_SKIPPED;
   }
 }
@@ -307,7 +307,7 @@ module.exports = {
   ConfigError,
   CaptureError,
   CaseFailure,
-  CaseSkip,
+  CaseSkipped,
   ProtocolError,
   EncodeError,
   DeadlineError,

@@ -53,12 +53,12 @@ class HostSession {
     });
     socket.on('data', (chunk) => {
       this.touch();
-      if (this.f.noReassembly) this.firstFrameOnly(chunk);
+      if (this.f.noReassembly) this.readFirstFrame(chunk);
       else this.reader.push(chunk);
     });
   }
 
-  firstFrameOnly(chunk) {
+  readFirstFrame(chunk) {
     if (chunk.length < 8) return;
     try {
       this.onMessage(decode(chunk.readUInt32BE(4), chunk.subarray(8, 8 + chunk.readUInt32BE(0)), DIRECTION.ROUTER_TO_HOST, this.cipher));

@@ -65,7 +65,7 @@ describe('error catalogue (lib/errors.js)', () => {
       new errors.ProtocolError(errors.ERROR_CODES.TAG_OVERRUN, 'x'), new errors.EncodeError(errors.ENCODE_ERROR_CODES.BAD_VAR, 'x'),
       new errors.DeadlineError(false), new errors.EngineError('reset', null), new errors.ProxyError('x'),
       new errors.AuthError('x', 'auth_failed'), new errors.PlaceholderError('clid', ''),
-      new errors.BackendRequestError({ text: 'x', reason: 'reset' }), new errors.CaseFailure('x'), new errors.CaseSkip('x'),
+      new errors.BackendRequestError({ text: 'x', reason: 'reset' }), new errors.CaseFailure('x'), new errors.CaseSkipped('x'),
     ];
     const classes = Object.values(errors).filter((v) => typeof v === 'function' && v.prototype instanceof Error);
     assert.deepEqual(made.map((e) => e.constructor).sort(), classes.sort(), 'every class of the catalogue is checked here');

@@ -10,7 +10,7 @@ const {
   serialize, des, MESSAGE_NAMES, STATUS_NAMES, ROUTER_REQUEST_TIMEOUT_MS,
 } = require('../../lib/protocol');
 const { Peer } = require('./peer');
-const { CaseFailure, CaseSkip } = require('../../lib/errors');
+const { CaseFailure, CaseSkipped } = require('../../lib/errors');
 
 /** How long a reply may take before a case calls it missing: generous, a case about timing measures itself. */
 const REPLY_WAIT_MS = 1000;
@@ -142,7 +142,7 @@ class CaseContext {
     const r = await this.ask(peer);
     if (r === null) throw new CaseFailure('a query of the declared subtype got no reply');
     if (r.type !== 'QUERY_RESP' || r.status !== 0) {
-      throw new CaseSkip(`subtype '${this.options.subtype}' is answered ${brief(r)}, not QUERY_RESP: give --subtype one the host answers with data`);
+      throw new CaseSkipped(`subtype '${this.options.subtype}' is answered ${brief(r)}, not QUERY_RESP: give --subtype one the host answers with data`);
     }
     return r;
   }
@@ -168,5 +168,5 @@ function check(ok, observed) {
 }
 
 module.exports = {
-  CaseContext, CaseFailure, CaseSkip, brief, kind, check, REPLY_WAIT_MS, SETTLE_MS, ROUTER_REQUEST_TIMEOUT_MS,
+  CaseContext, CaseFailure, CaseSkipped, brief, kind, check, REPLY_WAIT_MS, SETTLE_MS, ROUTER_REQUEST_TIMEOUT_MS,
 };

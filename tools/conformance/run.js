@@ -7,7 +7,7 @@
 const { decodeFrame, DIRECTION } = require('../../lib/protocol');
 const { messageLine } = require('../../lib/message-line');
 const { CASES, NEEDS } = require('./cases');
-const { CaseContext, CaseFailure, CaseSkip } = require('./context');
+const { CaseContext, CaseFailure, CaseSkipped } = require('./context');
 const { Peer } = require('./peer');
 
 const DEFAULT_CASE_TIMEOUT_MS = 6000;
@@ -75,7 +75,7 @@ async function runCase(c, options) {
   try {
     outcome = await Promise.race([c.run(ctx).then((observed) => ({ observed })), timeout]);
   } catch (err) {
-    if (err instanceof CaseSkip) outcome = { skipped: err.message };
+    if (err instanceof CaseSkipped) outcome = { skipped: err.message };
     else if (err instanceof CaseFailure) outcome = { failed: err.observed };
     else outcome = { failed: `the kit failed: ${err.stack || err}` };
   } finally {
