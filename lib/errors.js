@@ -1,7 +1,7 @@
 'use strict';
 
 // The product's error catalogue, in one module as undici's lib/core/errors.js is: every code and
-// every error class of the product is defined here, and nowhere else (tests/tools/errors.test.js
+// every error class of the product is defined here, and nowhere else (tests/architecture/error-catalogue.test.js
 // checks it). Three tables: CODES (the command line, the operator, the backend side), the
 // codec's ERROR_CODES and the encoder's ENCODE_ERROR_CODES, which lib/protocol exports as its
 // own. Each class has a `name` and a stable `code`; programs use the code, never the text. The

@@ -10,7 +10,7 @@
 //                   and handed to it (inc by the sum) in its collect(), the hook prom-client offers.
 //   TallyHistogram: a histogram in a Float64Array per label set, registered with the registry as
 //                   a metric of its own: get() returns what prom-client's Histogram.get() returns
-//                   for the same observations (tests/gateway/tally.test.js compares the two).
+//                   for the same observations (tests/gateway/ops/tally.test.js compares the two).
 
 const client = require('prom-client');
 

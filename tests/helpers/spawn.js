@@ -11,7 +11,7 @@ const BIN = path.join(ROOT, 'bin', 'ged145.js');
 
 /**
  * A gateway started here skips its warm-up (2.3 s of synthetic queries) unless the test asks for
- * it with env {GED145_WARMUP: '1'}: tests/gateway/warmup.test.js covers the warm-up itself.
+ * it with env {GED145_WARMUP: '1'}: tests/gateway/ops/warmup.test.js covers the warm-up itself.
  */
 function spawnCli(args, { env = {}, cmd = process.execPath, cmdArgs, group = false } = {}) {
   const child = spawn(cmd, cmdArgs || [BIN, ...args], {

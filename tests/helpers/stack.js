@@ -38,7 +38,7 @@ async function startStack({ gateway = {}, restSim = {}, backendUrl, logger, env 
       'admin.port': 0,
       'backend.url': backendUrl || sim.url,
       routerRequestTimeoutMs: 600_000, // tests may give the backend seconds; the 300 ms rule has its own test
-      warmup: false, // seconds saved per test; tests/gateway/warmup.test.js covers it
+      warmup: false, // seconds saved per test; tests/gateway/ops/warmup.test.js covers it
       ...gateway,
     },
   });

@@ -1,6 +1,6 @@
 'use strict';
 
-// The full size of tests/gateway/handler-faults.test.js's cluster case: --workers 2 for 30 s, one
+// The full size of tests/gateway/backend/handler-faults.test.js's cluster case: --workers 2 for 30 s, one
 // handler query whose error escapes every 2 s (a ctx.request not awaited to a dead origin, or a
 // throw in the handler's timer), a healthy router at 50 queries/s: no worker dies, every query of
 // the healthy router is answered.

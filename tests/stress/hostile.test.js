@@ -3,7 +3,7 @@
 // The figures of hostile traffic at full size, against a real gateway process: 2,100 stalled TLS
 // handshakes held open and a TLS router that must still get
 // its session within 2 s; 20,000 hostile connections and the log they cost.
-// Run with `npm run test:stress`; the shorter versions are in tests/gateway/hostile.test.js.
+// Run with `npm run test:stress`; the shorter versions are in tests/gateway/session/hostile.test.js.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

@@ -8,7 +8,7 @@
 // frozen run must stay within the control's growth plus a margin, show the store unresponsive
 // within seconds, and answer every query once and on time (no more late replies than the
 // control had: a busy machine makes some late whatever Redis does). The short version is
-// tests/gateway/redis-store.test.js.
+// tests/gateway/backend/redis-store.test.js.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

@@ -1,6 +1,6 @@
 'use strict';
 
-// The full size of tests/gateway/reload-release.test.js: 100 SIGHUPs to a real gateway whose
+// The full size of tests/gateway/ops/reload-release.test.js: 100 SIGHUPs to a real gateway whose
 // handler holds a 4 MB table leave its heap (after a full collection) within 20 MB of where it started.
 
 const assert = require('node:assert/strict');

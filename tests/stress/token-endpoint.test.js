@@ -1,6 +1,6 @@
 'use strict';
 
-// The token endpoint at full length (tests/gateway/token-endpoint.test.js has the short runs): a
+// The token endpoint at full length (tests/gateway/backend/token-endpoint.test.js has the short runs): a
 // real gateway process at 200 queries/s for 10 s against a token endpoint that refuses the client
 // (HTTP 401 invalid_client), and for 5 s with tokens of a year. The token endpoint counts its own
 // requests. Before the failure schedule held, the first run cost 1,995 token requests; before the

@@ -1,0 +1,104 @@
+'use strict';
+
+// The undici engine's own handler (Pool.dispatch, not pool.request): bodies that arrive in
+// pieces, and aborts before, during and while waiting for a connection, against a real server,
+// with an AbortController's signal and with a query's QuerySignal.
+
+const assert = require('node:assert/strict');
+const { createEngine, engineOptions } = require('../../../gateway/backend/engines');
+const { DEFAULTS } = require('../../../gateway/config');
+
+const OPTIONS = engineOptions(DEFAULTS.backend); // what a gateway that sets nothing gives its engine
+const { QuerySignal, DEADLINE } = require('../../../gateway/backend/abort');
+const { startTestBackend } = require('../../helpers/stack');
+
+describe('undici engine', () => {
+  let backend;
+  let engine;
+  let behaviour;
+
+  beforeEach(async () => {
+    behaviour = (req, res) => res.end('{}');
+    backend = await startTestBackend((req, res, entry) => behaviour(req, res, entry));
+  });
+
+  afterEach(async () => {
+    await engine.close();
+    await backend.close();
+  });
+
+  const post = (signal) => engine.request({
+    origin: backend.url, path: '/q', method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1}', signal,
+  });
+
+  it('joins a body sent in pieces, a character split across two of them included', async () => {
+    engine = createEngine('undici', OPTIONS);
+    const bytes = Buffer.from('{"vars":{"1":"Jos\u00e9"}}');
+    const cut = bytes.indexOf(0xc3) + 1; // between the two bytes of é
+    behaviour = (req, res) => {
+      res.writeHead(201, { 'content-type': 'application/json' });
+      res.write(bytes.subarray(0, cut));
+      setTimeout(() => res.end(bytes.subarray(cut)), 20);
+    };
+    const r = await post();
+    assert.equal(r.status, 201);
+    assert.deepEqual(JSON.parse(r.text), { vars: { 1: 'Jos\u00e9' } });
+    assert.equal(backend.requests[0].body, '{"a":1}');
+  });
+
+  // The session's own QuerySignal, and a real AbortController as any other caller would give.
+  const SIGNALS = {
+    AbortController: () => new AbortController(),
+    QuerySignal: () => { const s = new QuerySignal(); return { signal: s, abort: (reason) => s.abort(reason) }; },
+  };
+  for (const [kind, makeSignal] of Object.entries(SIGNALS)) {
+    it(`an already aborted signal fails at once and sends nothing (${kind})`, async () => {
+      engine = createEngine('undici', OPTIONS);
+      const c = makeSignal();
+      c.abort(DEADLINE);
+      await assert.rejects(post(c.signal), { reason: 'deadline' });
+      assert.equal(backend.requests.length, 0);
+    });
+
+    it(`an abort mid-request closes the backend request; a later request still works (${kind})`, async () => {
+      engine = createEngine('undici', OPTIONS);
+      behaviour = () => {}; // never answers
+      const c = makeSignal();
+      const pending = post(c.signal);
+      while (backend.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+      c.abort();
+      await assert.rejects(pending, { reason: 'aborted' });
+      while (!backend.requests[0].closed) await new Promise((r) => setTimeout(r, 5));
+      behaviour = (req, res) => res.end('{"ok":true}');
+      assert.deepEqual(await post(), { status: 200, text: '{"ok":true}' });
+    });
+
+    it(`an abort while waiting for a free connection fails at once; the held request is unaffected (${kind})`, async () => {
+      engine = createEngine('undici', { ...OPTIONS, connections: 1 });
+      let release;
+      behaviour = (req, res) => { release = () => res.end('{"first":true}'); };
+      const first = post();
+      while (backend.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+      const c = makeSignal();
+      const queued = post(c.signal);
+      c.abort(DEADLINE);
+      await assert.rejects(queued, { reason: 'deadline' }); // before the connection is free
+      release();
+      assert.deepEqual(await first, { status: 200, text: '{"first":true}' });
+      behaviour = (req, res) => res.end('{}');
+      assert.equal((await post()).status, 200);
+      assert.equal(backend.requests.length, 2, 'the aborted request never reached the backend');
+    });
+  }
+
+  it('axios gets a real AbortSignal for a QuerySignal, and its abort', async () => {
+    engine = createEngine('axios', OPTIONS);
+    behaviour = () => {}; // never answers
+    const s = new QuerySignal();
+    const pending = post(s);
+    while (backend.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    s.abort(DEADLINE);
+    await assert.rejects(pending, { reason: 'deadline' });
+    while (!backend.requests[0].closed) await new Promise((r) => setTimeout(r, 5));
+  });
+});
