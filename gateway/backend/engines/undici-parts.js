@@ -9,7 +9,7 @@
 // An internal path may move in any minor release, and the dependency is a caret range, so a path
 // that no longer resolves, or no longer holds what the index exports under that name, falls back
 // to the public entry: a fresh install never breaks, it only pays the index's memory again.
-// tests/gateway/backend/undici-parts.test.js fails when the installed undici no longer matches these
+// tests/gateway/backend/engines/undici-parts.test.js fails when the installed undici no longer matches these
 // paths, so that an upgrade of the lock file says so.
 
 const PARTS = {

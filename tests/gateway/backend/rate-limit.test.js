@@ -4,7 +4,7 @@
 // no answer about the caller; and health that one origin's success cannot mask. Real parts: a
 // real nginx with limit_req in front of a small API (tests/helpers/limited-api.js), a gateway in
 // this process, a router over a real socket. The 10 s versions at the rates are in
-// tests/stress/rate-limit.test.js.
+// tests/stress/rate-limit.stress.test.js.
 
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');

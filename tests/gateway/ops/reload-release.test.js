@@ -3,7 +3,7 @@
 // A reload releases the handler it replaces: a real gateway process (--expose-gc) whose handler
 // holds a 4 MB table, SIGHUP after SIGHUP, its heap read after a full collection by the handler
 // itself through a real router session. Each reload loads the table afresh; the old copy must be
-// collected once its queries are over. tests/stress/reload-release.test.js does 100 reloads.
+// collected once its queries are over. tests/stress/reload-release.stress.test.js does 100 reloads.
 
 const assert = require('node:assert/strict');
 const { reloadMany } = require('../../helpers/reload-heap');

@@ -4,7 +4,7 @@
 // never open, or ask for a version no host speaks cost a bounded log and hide no real warning;
 // stalled TLS handshakes cannot keep a router out; the admin port answers only its own names.
 // The full figures of the issue (2,100 stalled handshakes, 20,000 connections) are in
-// tests/stress/hostile.test.js.
+// tests/stress/hostile.stress.test.js.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

@@ -4,9 +4,9 @@
 // it, with NO_PROXY (config/backend.js compileProxy, backend/engines/proxy.js proxyFor).
 
 const assert = require('node:assert/strict');
-const { compileProxy } = require('../../../gateway/config/backend');
-const { proxyFor } = require('../../../gateway/backend/engines/proxy');
-const { ConfigError } = require('../../../lib/errors');
+const { compileProxy } = require('../../../../gateway/config/backend');
+const { proxyFor } = require('../../../../gateway/backend/engines/proxy');
+const { ConfigError } = require('../../../../lib/errors');
 
 describe('forward proxy selection', () => {
   it('backend.proxy for every origin; the environment per scheme; nothing set, no proxy', () => {

@@ -11,16 +11,16 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const https = require('node:https');
 const zlib = require('node:zlib');
-const { createEngine, engineOptions, ACCEPT_ENCODING } = require('../../../gateway/backend/engines');
-const { DEFAULTS } = require('../../../gateway/config');
-const { startTestBackend } = require('../../helpers/stack');
-const { WireClient } = require('../../helpers/wire');
-const { makeCerts } = require('../../helpers/certs');
-const { tmpDir } = require('../../helpers/tmp');
+const { createEngine, engineOptions, ACCEPT_ENCODING } = require('../../../../gateway/backend/engines');
+const { DEFAULTS } = require('../../../../gateway/config');
+const { startTestBackend } = require('../../../helpers/stack');
+const { WireClient } = require('../../../helpers/wire');
+const { makeCerts } = require('../../../helpers/certs');
+const { tmpDir } = require('../../../helpers/tmp');
 const {
   startCustomerApi, startNginx, startGateway, rateRun, clidOf, KNOWN, CLIENT_ID, CLIENT_SECRET,
-} = require('../../helpers/real-backend');
-const { STATUS } = require('../../../lib/protocol');
+} = require('../../../helpers/real-backend');
+const { STATUS } = require('../../../../lib/protocol');
 
 const OPTIONS = engineOptions(DEFAULTS.backend);
 const ANSWER = JSON.stringify({ vars: { 1: 'Jos\u00e9 M\u00fcller' }, ecc: { 'user.note': 'x'.repeat(300) } });

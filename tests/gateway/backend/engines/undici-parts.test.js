@@ -7,9 +7,9 @@
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { load, PARTS } = require('../../../gateway/backend/engines/undici-parts');
+const { load, PARTS } = require('../../../../gateway/backend/engines/undici-parts');
 
-const ROOT = path.join(__dirname, '..', '..', '..');
+const ROOT = path.join(__dirname, '..', '..', '..', '..');
 
 describe('undici parts', () => {
   for (const [name, file] of Object.entries(PARTS)) {

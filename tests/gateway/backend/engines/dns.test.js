@@ -11,12 +11,12 @@ const dgram = require('node:dgram');
 const fs = require('node:fs');
 const path = require('node:path');
 const { once } = require('node:events');
-const { HostNames } = require('../../../gateway/backend/engines/dns');
-const { WireClient } = require('../../helpers/wire');
-const { spawnCli, BIN } = require('../../helpers/spawn');
-const { rateRun } = require('../../helpers/real-backend');
-const { startRestSim } = require('../../../rest-sim/server');
-const { tmpDir } = require('../../helpers/tmp');
+const { HostNames } = require('../../../../gateway/backend/engines/dns');
+const { WireClient } = require('../../../helpers/wire');
+const { spawnCli, BIN } = require('../../../helpers/spawn');
+const { rateRun } = require('../../../helpers/real-backend');
+const { startRestSim } = require('../../../../rest-sim/server');
+const { tmpDir } = require('../../../helpers/tmp');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 
