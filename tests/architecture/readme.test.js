@@ -1,7 +1,9 @@
 'use strict';
 
-// README's folder table names every module of the product (gateway/, lib/): a file added,
-// moved or renamed without the table following fails here.
+// Every module of the product (gateway/, lib/) is where a reader looks for it: README's folder
+// table has a row for each folder, and docs/architecture.md's module tables a row for each file.
+// A file added, moved or renamed without the docs following fails here (a row naming a file that
+// is gone fails tests/architecture/doc-links.test.js).
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -9,36 +11,35 @@ const path = require('node:path');
 
 const ROOT = path.join(__dirname, '..', '..');
 
-function folderRows() {
-  const rows = new Map(); // 'gateway/session/' -> the row's text
-  for (const line of fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('\n')) {
-    const m = /^\| `([a-z/-]+\/)` \| (.*) \|$/.exec(line);
-    if (m) rows.set(m[1], m[2]);
-  }
-  return rows;
-}
-
-function foldersWithModules(dir, out = new Map()) {
-  for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
-    if (entry.isDirectory()) foldersWithModules(`${dir}${entry.name}/`, out);
-    else if (entry.name.endsWith('.js')) out.set(dir, [...(out.get(dir) || []), entry.name.slice(0, -3)]);
+/** The first cells of a Markdown file's table rows that are code: `gateway/session/` -> the rest of the row. */
+function rows(file) {
+  const out = new Map();
+  for (const line of fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n')) {
+    const m = /^\| `([a-z0-9/.-]+)` \| (.*) \|$/.exec(line);
+    if (m) out.set(m[1], m[2]);
   }
   return out;
 }
 
-describe('README folder table', () => {
-  it('has a row for every folder of gateway/ and lib/, naming each of its modules', () => {
-    const rows = folderRows();
-    const missing = [];
-    for (const root of ['gateway/', 'lib/']) {
-      for (const [dir, modules] of foldersWithModules(root)) {
-        if (!rows.has(dir)) {
-          missing.push(`${dir} (no row)`);
-          continue;
-        }
-        for (const m of modules) if (!rows.get(dir).includes(`\`${m}\``)) missing.push(`${dir}${m}.js`);
-      }
-    }
-    assert.deepEqual(missing, []);
+function modules(dir, out = []) {
+  for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+    if (entry.isDirectory()) modules(`${dir}${entry.name}/`, out);
+    else if (entry.name.endsWith('.js')) out.push(`${dir}${entry.name}`);
+  }
+  return out;
+}
+
+const PRODUCT = [...modules('gateway/'), ...modules('lib/')];
+
+describe('README folder table and docs/architecture.md module tables', () => {
+  it('README has a row for every folder of gateway/ and lib/', () => {
+    const readme = rows('README.md');
+    const folders = [...new Set(PRODUCT.map((f) => f.slice(0, f.lastIndexOf('/') + 1)))];
+    assert.deepEqual(folders.filter((d) => !readme.has(d)).map((d) => `${d} (no row in README's folder table)`), []);
+  });
+
+  it('docs/architecture.md has a row for every module of gateway/ and lib/', () => {
+    const documented = rows('docs/architecture.md');
+    assert.deepEqual(PRODUCT.filter((f) => !documented.has(f)).map((f) => `${f} (no row in docs/architecture.md)`), []);
   });
 });
