@@ -245,6 +245,53 @@ const intMap = (names, description) => ({
   properties: Object.fromEntries(Object.entries(names).map(([k, v]) => [k, int(0, MAX_UINT32, v)])),
 });
 
+/**
+ * OpenTelemetry traces (docs/tracing.md): each key mirrors a standard OTEL_* variable, which wins
+ * over it (gateway/ops/telemetry/settings.js reads them as the OpenTelemetry SDKs do). Read at start.
+ */
+const TELEMETRY = section('OpenTelemetry export (docs/tracing.md); the standard OTEL_* environment overrides it', {
+  traces: section('traces of queries and backend requests, sent by OTLP/HTTP; off unless an endpoint or the otlp exporter is set', {
+    exporter: {
+      enum: [null, 'otlp', 'none'], default: null,
+      description: 'otlp or none; null: otlp when an endpoint is set (OTEL_TRACES_EXPORTER)', 'x-must': "must be 'otlp', 'none' or null",
+    },
+    endpoint: {
+      type: ['string', 'null'], pattern: '^https?://', default: null,
+      description: 'the collector\'s traces URL, such as http://127.0.0.1:4318/v1/traces (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; '
+        + 'OTEL_EXPORTER_OTLP_ENDPOINT is a base that /v1/traces is added to)',
+      'x-must': 'must be an http:// or https:// URL or null',
+    },
+    protocol: oneOf(['http/protobuf', 'http/json'], 'http/protobuf', {
+      description: 'OTEL_EXPORTER_OTLP_PROTOCOL', 'x-must': "must be 'http/protobuf' or 'http/json'",
+    }),
+    headers: {
+      type: 'object', additionalProperties: { type: 'string' }, default: {},
+      description: 'sent with every export, such as an API key (OTEL_EXPORTER_OTLP_HEADERS)',
+    },
+    timeoutMs: int(1, 600_000, 10_000, { description: 'one export, its retries included (OTEL_EXPORTER_OTLP_TIMEOUT)' }),
+    serviceName: {
+      type: 'string', minLength: 1, default: 'ged145', description: 'the service.name resource attribute (OTEL_SERVICE_NAME)',
+    },
+    resourceAttributes: {
+      type: 'object', additionalProperties: { type: 'string' }, default: {},
+      description: 'more resource attributes, such as deployment.environment.name (OTEL_RESOURCE_ATTRIBUTES)',
+    },
+    sampler: oneOf(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'],
+      'parentbased_always_on', { description: 'OTEL_TRACES_SAMPLER' }),
+    samplerArg: {
+      type: 'number', minimum: 0, maximum: 1, default: 1, description: 'the ratio of the traceidratio samplers (OTEL_TRACES_SAMPLER_ARG)',
+      'x-must': 'must be a number from 0 to 1',
+    },
+    maxQueueSize: int(1, 1_000_000, 2048, { description: 'spans waiting for export; past it a span is dropped and counted (OTEL_BSP_MAX_QUEUE_SIZE)' }),
+    maxExportBatchSize: int(1, 1_000_000, 512, { description: 'spans per export (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)' }),
+    scheduledDelayMs: int(1, 600_000, 5000, { description: 'the longest a span waits for its batch (OTEL_BSP_SCHEDULE_DELAY)' }),
+    callerData: bool(false, {
+      description: "put the caller's data in spans (the filled backend URL; CLID, DN, CED, CDPD on the query span); "
+        + 'off: a span carries the route\'s URL template only',
+    }),
+  }),
+});
+
 const SCHEMA = {
   $schema: SCHEMA_URI,
   $id: SCHEMA_ID,
@@ -426,6 +473,7 @@ const SCHEMA = {
       }),
       require: bool(false, { description: 'refuse unencrypted sessions' }),
     }),
+    telemetry: TELEMETRY,
     tls: section('listen with TLS instead of plain TCP', {
       cert: path({ 'x-flag': flag('tls-cert', 'FILE', 'listen with TLS: certificate (PEM)') }),
       key: path({ 'x-flag': flag('tls-key', 'FILE', '... and its private key (PEM)') }),

@@ -36,6 +36,7 @@ const { restartNeeded: restartNeededOf, asRunning } = require('../config/restart
 const { Generations } = require('./generations');
 const { Metrics } = require('./metrics');
 const warmup = require('./warmup');
+const { startTracing } = require('./telemetry');
 const { startAdmin } = require('./admin');
 const { RecentLines, ProcessStatus, mergeStatus } = require('./status');
 const { createLogger, applyLogSettings, closeLogger } = require('../../lib/logger');
@@ -62,6 +63,8 @@ async function runWorker(config) {
   const metrics = new Metrics();
   const gateway = new Gateway(config, { log, metrics });
   if (config.warmup) warmup.register(gateway);
+  const tracing = startTracing(gateway, config, { log }); // each worker exports its own spans; null when off
+  const shutdown = (reason) => gateway.shutdown(reason).then(() => tracing && tracing.stop());
   let port;
   try {
     port = await gateway.listen({ fd: process.env.GED145_LISTEN_FD ? Number(process.env.GED145_LISTEN_FD) : null });
@@ -88,11 +91,11 @@ async function runWorker(config) {
     } else if (msg && msg.type === ASK && msg.what === 'sessions') {
       process.send({ type: ANSWER, id: msg.id, data: gateway.toJSON().map((s) => ({ ...s, pid: process.pid })) });
     } else if (msg && msg.type === ASK && msg.what === 'shutdown') {
-      gateway.shutdown('primary asked').then(() => closeLogger(log)).then(() => process.exit(0));
+      shutdown('primary asked').then(() => closeLogger(log)).then(() => process.exit(0));
     }
   });
   // The log file keeps the last lines (the stop, the connection summaries written at it).
-  const stop = () => gateway.shutdown('signal').then(() => closeLogger(log)).then(() => process.exit(0));
+  const stop = () => shutdown('signal').then(() => closeLogger(log)).then(() => process.exit(0));
   process.once('SIGTERM', stop);
 }
 

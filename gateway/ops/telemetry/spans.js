@@ -1,0 +1,166 @@
+'use strict';
+
+// Spans from the core's diagnostics channels (docs/diagnostics.md): one SERVER span per QUERY_REQ,
+// `ged145 query <subtype>`, and below it one CLIENT span per backend HTTP request, each retry and
+// each token request its own, named and described by OpenTelemetry's HTTP client semantic
+// conventions. Each backend request gets exactly one W3C traceparent through the request's own
+// setHeader, which replaces any header of that name: the request never carries two, the mistake
+// that makes a W3C propagator drop both.
+//
+// Caller data (CLID, DN, CED, CDPD, VAR and ECC values, and a URL's placeholders filled with them)
+// stays out of spans unless the operator sets telemetry.traces.callerData: a backend span carries
+// the route's URL template, never the filled path, and an error span carries its stable reason,
+// never an error message (which can quote the URL).
+
+const dc = require('node:diagnostics_channel');
+const { trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = require('@opentelemetry/api');
+const { W3CTraceContextPropagator } = require('@opentelemetry/core');
+
+/** Outcomes that are the gateway's or the backend's failure; an app_error is the API's answer ("no such caller"). */
+const FAILED_OUTCOMES = new Set(['host_error', 'deadline', 'lost_router_gone']);
+const CALLER_FIELDS = ['clid', 'dn', 'ced', 'cdpd'];
+const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH']);
+const MAX_NAME = 64;
+const present = (v) => v !== undefined && v !== null;
+
+const headerSetter = { set: (request, name, value) => request.setHeader(name, value) };
+const propagator = new W3CTraceContextPropagator();
+
+/** Subtypes are the router's text: printable, short, so that a span name stays one line. */
+const printable = (text) => String(text).replace(/[^\x20-\x7e]/g, '?').slice(0, MAX_NAME);
+
+function serverOf(origin) {
+  try {
+    const url = new URL(origin);
+    const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+    return { 'server.address': url.hostname, 'server.port': port, 'url.scheme': url.protocol.slice(0, -1) };
+  } catch {
+    return {};
+  }
+}
+
+class QuerySpans {
+  /** gateway: the one whose queries are traced (one process may hold others: the warm-up's, tests'). */
+  constructor(gateway, tracer, { callerData }) {
+    this.gateway = gateway;
+    this.tracer = tracer;
+    this.callerData = callerData;
+    this.queries = new WeakMap(); // query -> its span
+    this.requests = new WeakMap(); // backend request -> its span
+    this.handlers = {
+      'ged145:query:start': (m) => this.queryStart(m),
+      'ged145:query:settle': (m) => this.querySettle(m),
+      'ged145:backend:request:start': (m) => this.requestStart(m),
+      'ged145:backend:request:headers': (m) => this.requestHeaders(m),
+      'ged145:backend:request:end': (m) => this.requestEnd(m),
+      'ged145:backend:request:error': (m) => this.requestError(m),
+    };
+  }
+
+  subscribe() {
+    for (const [name, fn] of Object.entries(this.handlers)) dc.subscribe(name, fn);
+    return this;
+  }
+
+  unsubscribe() {
+    for (const [name, fn] of Object.entries(this.handlers)) dc.unsubscribe(name, fn);
+  }
+
+  /**
+   * A backend message without a query (a token request, a probe) names the backend's owner: the
+   * gateway itself, or the object it gave its resolver, which knows its gateway.
+   */
+  owns(owner) {
+    return owner === this.gateway || (present(owner) && (owner.gateway === this.gateway || owner === this.gateway.resolver));
+  }
+
+  queryStart({ gateway, session, query }) {
+    if (gateway !== this.gateway) return;
+    const span = this.tracer.startSpan(`ged145 query ${printable(query.subtype)}`, { kind: SpanKind.SERVER, startTime: query.receivedAt });
+    this.queries.set(query, span);
+    query.labels.trace_id = span.spanContext().traceId;
+    if (!span.isRecording()) return;
+    span.setAttributes({
+      'ged145.query.subtype': printable(query.subtype),
+      'ged145.query.invoke_id': query.invokeId,
+      'ged145.session.id': session.id,
+    });
+    if (present(query.side)) span.setAttribute('ged145.query.side', String(query.side));
+    if (this.callerData && query.fields) {
+      for (const k of CALLER_FIELDS) if (present(query.fields[k])) span.setAttribute(`ged145.query.${k}`, String(query.fields[k]));
+    }
+  }
+
+  querySettle({ query, outcome, status, late }) {
+    const span = this.queries.get(query);
+    if (span === undefined) return;
+    this.queries.delete(query);
+    if (span.isRecording()) {
+      span.setAttribute('ged145.query.outcome', outcome);
+      if (present(status)) span.setAttribute('ged145.query.status', status);
+      if (late) span.setAttribute('ged145.query.late', true);
+      if (FAILED_OUTCOMES.has(outcome)) span.setStatus({ code: SpanStatusCode.ERROR, message: status || outcome });
+    }
+    span.end();
+  }
+
+  requestStart({ gateway, query, request }) {
+    let context = ROOT_CONTEXT;
+    if (present(query)) {
+      const parent = this.queries.get(query);
+      if (parent === undefined) return; // a query of another gateway, or one started before tracing
+      context = trace.setSpan(ROOT_CONTEXT, parent);
+    } else if (!this.owns(gateway)) return;
+    const method = HTTP_METHODS.has(String(request.method).toUpperCase()) ? String(request.method).toUpperCase() : '_OTHER';
+    const span = this.tracer.startSpan(request.template ? `${method} ${request.template}` : method, { kind: SpanKind.CLIENT }, context);
+    this.requests.set(request, span);
+    // Exactly one traceparent: setHeader replaces, never adds (docs/diagnostics.md).
+    propagator.inject(trace.setSpan(ROOT_CONTEXT, span), request, headerSetter);
+    if (!span.isRecording()) return;
+    const path = this.callerData && present(request.path) ? request.path : request.template;
+    span.setAttributes({
+      'http.request.method': method,
+      ...serverOf(request.origin),
+      'url.full': `${request.origin || ''}${path || ''}`,
+      'ged145.backend.kind': request.kind,
+      'ged145.backend.route': !present(request.route) ? '' : String(request.route),
+    });
+    if (method === '_OTHER') span.setAttribute('http.request.method_original', String(request.method));
+    if (request.template) span.setAttribute('url.template', request.template);
+    if (request.attempt > 1) span.setAttribute('http.request.resend_count', request.attempt - 1);
+  }
+
+  requestHeaders({ request, statusCode }) {
+    const span = this.requests.get(request);
+    if (span !== undefined && span.isRecording()) span.setAttribute('http.response.status_code', statusCode);
+  }
+
+  requestEnd({ request, statusCode, result }) {
+    const span = this.requests.get(request);
+    if (span === undefined) return;
+    this.requests.delete(request);
+    if (span.isRecording()) {
+      span.setAttribute('http.response.status_code', statusCode);
+      if (present(result)) span.setAttribute('ged145.backend.result', result);
+      // The HTTP client conventions: a 4xx or 5xx is an error of the client span, typed by its status.
+      if (statusCode >= 400) {
+        span.setAttribute('error.type', String(statusCode));
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+    }
+    span.end();
+  }
+
+  requestError({ request, reason }) {
+    const span = this.requests.get(request);
+    if (span === undefined) return;
+    this.requests.delete(request);
+    if (span.isRecording()) {
+      span.setAttribute('error.type', reason || '_OTHER');
+      span.setStatus({ code: SpanStatusCode.ERROR, message: reason || undefined });
+    }
+    span.end();
+  }
+}
+
+module.exports = { QuerySpans, FAILED_OUTCOMES };
