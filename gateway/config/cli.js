@@ -10,6 +10,8 @@ const { UsageError, CODES } = require('../../lib/errors');
 const summary = 'print the config file\'s JSON Schema, or check a config file as the gateway would';
 const usage = `usage: ged145 config schema          print the JSON Schema of the gateway's config file
        ged145 config check FILE      check FILE (and the GED145_* environment) as a start would; exit 1 on a problem
+       ged145 config prometheus-rules FILE
+                                     print the Prometheus rules for FILE's objectives (slo): recording rules and alerts
 `;
 const options = {};
 
@@ -40,7 +42,15 @@ async function main(values, positionals) {
     process.stdout.write(`${file}: ok (${routes} route${routes === 1 ? '' : 's'}; backend ${[].concat(config.backend.url ?? 'none').join(', ')})\n`);
     return;
   }
-  throw new UsageError(what === undefined ? 'config: schema or check FILE?' : `config: unknown '${positionals.join(' ')}' (schema, or check FILE)`);
+  if (what === 'prometheus-rules' && file !== undefined && rest.length === 0) {
+    const { loadConfig } = require('./index');
+    const { prometheusRules } = require('./prometheus-rules');
+    const { objectivesOf } = require('./slo');
+    process.stdout.write(prometheusRules(objectivesOf(loadConfig({ file }))));
+    return;
+  }
+  throw new UsageError(what === undefined ? 'config: schema, check FILE or prometheus-rules FILE?'
+    : `config: unknown '${positionals.join(' ')}' (schema, check FILE, or prometheus-rules FILE)`);
 }
 
 module.exports = {

@@ -479,6 +479,25 @@ const SCHEMA = {
       key: path({ 'x-flag': flag('tls-key', 'FILE', '... and its private key (PEM)') }),
       ca: path({ 'x-flag': flag('tls-ca', 'FILE', '... and require client certificates signed by this CA') }),
     }),
+    // What operators see of the router's view and of the objectives (docs/reports.md).
+    routerLateTimeoutMs: int(1, 600_000, 100, {
+      description: "the router's LateTimeout: a reply later than this counts in the half-hour view's LatesToHalf (docs/reports.md)",
+      'x-must': 'must be an integer of milliseconds from 1 to 600000',
+    }),
+    slo: {
+      type: 'object',
+      default: {},
+      description: 'objectives per route (subtype): the share of its queries answered within latencyMs over windowDays (docs/reports.md)',
+      additionalProperties: section('the objective of one route', {
+        objective: {
+          type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 100, default: 99.9,
+          description: 'percent of queries answered within latencyMs', 'x-must': 'must be a percentage above 0 and below 100, such as 99.9',
+        },
+        latencyMs: int(1, 600_000, 200, { description: 'an answer later than this is a bad event' }),
+        windowDays: int(1, 90, 30, { description: 'the window the error budget is counted over' }),
+      }),
+      'x-must': 'must be an object of routes, each {objective, latencyMs, windowDays}',
+    },
   },
 };
 

@@ -1,0 +1,133 @@
+'use strict';
+
+// Objectives per route alone (gateway/ops/objectives.js), on a clock the test moves: which queries
+// are good events, the burn rate over each window, the budget left over the objective's window,
+// the multi-window alerts, a reload, a cluster's sum, and the Prometheus counter.
+
+const assert = require('node:assert/strict');
+const client = require('prom-client');
+const { Objectives, mergeObjectives } = require('../../../gateway/ops/objectives');
+const { objectivesOf } = require('../../../gateway/config/slo');
+
+const MIN = 60_000;
+const cust = {
+  name: 'cust', route: 'cust', objective: 99.9, latencyMs: 200, windowDays: 30,
+};
+
+/** n queries of subtype: `bad` of them host errors, the rest ok in 20 ms. */
+function traffic(o, n, bad, subtype = 'cust') {
+  for (let i = 0; i < n; i++) o.query(subtype, i < bad ? 'host_error' : 'ok', 20);
+}
+
+describe('objectives (unit)', () => {
+  it('good: answered (app_error included) within latencyMs; bad: failed or slower; a router gone first: no event', () => {
+    let now = 10 * 86_400_000;
+    const o = new Objectives([cust], { now: () => now });
+    o.query('cust', 'ok', 200); // exactly the latency: good
+    o.query('cust', 'stale', 5);
+    o.query('cust', 'app_error', 30); // the backend's own "no": an answer
+    o.query('cust', 'ok', 200.5); // too slow
+    o.query('cust', 'deadline', 250);
+    o.query('cust', 'invalid_key', 0);
+    o.query('cust', 'lost_router_gone', 900);
+    o.query('other', 'host_error', 1); // no objective
+    now += 1000;
+    const [v] = o.toJSON();
+    assert.deepEqual([v.good, v.bad, v.events], [3, 3, 6]);
+    assert.equal(v.goodPercent, 50);
+  });
+
+  it('burn rate per window: the share of bad events over the budget; events age out of the short windows', () => {
+    let now = 100 * 86_400_000;
+    const o = new Objectives([cust], { now: () => now });
+    traffic(o, 1000, 10); // 1 % bad: 10x a 0.1 % budget
+    now += 2 * 60 * MIN; // two hours later: only in the windows of 6 h and more
+    traffic(o, 1000, 0);
+    const [v] = o.toJSON();
+    assert.equal(v.burnRates['5m'], 0);
+    assert.equal(v.burnRates['1h'], 0);
+    assert.equal(v.burnRates['6h'], 5, '10 bad of 2000');
+    assert.equal(v.burnRates['3d'], 5);
+    assert.equal(v.budgetLeftPercent, -400, '10 bad where 2 were allowed: 5 budgets spent');
+    assert.deepEqual(v.alerts, { page: false, ticket: true }, '5x over 3 days and 6 hours: a ticket');
+    now += 3 * 86_400_000;
+    const [later] = o.toJSON();
+    assert.equal(later.burnRates['3d'], null, 'three days on: no event in any burn-rate window');
+    assert.equal(later.events, 2000, 'still within the 30-day window');
+    assert.equal(later.coveredS, 3 * 86_400 + 7200);
+  });
+
+  it('the page alert: over 14.4x both over 1 h and over 5 min; a burst that is over stops it', () => {
+    let now = 50 * 86_400_000;
+    const o = new Objectives([cust], { now: () => now });
+    for (let m = 0; m < 60; m++) {
+      traffic(o, 100, 2); // 2 % bad: 20x
+      now += MIN;
+    }
+    assert.deepEqual(o.toJSON()[0].alerts, { page: true, ticket: true });
+    for (let m = 0; m < 5; m++) {
+      traffic(o, 100, 0);
+      now += MIN;
+    }
+    const [v] = o.toJSON();
+    assert.equal(v.burnRates['5m'], 0);
+    assert.ok(v.burnRates['1h'] > 14.4, 'the long window still remembers it');
+    assert.ok(v.burnRates['30m'] > 6 && v.burnRates['6h'] > 6);
+    assert.equal(v.alerts.page, true, 'the first pair is quiet (its 5 minutes say it is over), the second (6 h and 30 min) still pages');
+    for (let m = 0; m < 30; m++) {
+      traffic(o, 100, 0);
+      now += MIN;
+    }
+    assert.equal(o.toJSON()[0].alerts.page, false, 'thirty minutes of good answers: both short windows are quiet');
+  });
+
+  it('the objective window: events older than windowDays leave the budget', () => {
+    let now = 20 * 86_400_000;
+    const o = new Objectives([{ ...cust, windowDays: 1 }], { now: () => now });
+    traffic(o, 100, 100);
+    now += 25 * 60 * MIN;
+    traffic(o, 10, 0);
+    const [v] = o.toJSON();
+    assert.deepEqual([v.good, v.bad, v.budgetLeftPercent], [10, 0, 100]);
+  });
+
+  it('a reload keeps the counts of an unchanged objective, starts a changed one afresh, drops a removed one', () => {
+    const now = 30 * 86_400_000;
+    const o = new Objectives([cust, { ...cust, name: 'bal', route: 'bal' }], { now: () => now });
+    traffic(o, 10, 1);
+    traffic(o, 10, 1, 'bal');
+    o.configure([{ ...cust, objective: 99 }, { ...cust, name: 'new', route: 'new' }]);
+    const [a, b] = o.toJSON();
+    assert.deepEqual([a.name, a.events, a.objective, a.budgetLeftPercent], ['cust', 10, 99, -900]);
+    assert.deepEqual([b.name, b.events], ['new', 0]);
+    o.configure([{ ...cust, latencyMs: 100 }]);
+    assert.equal(o.toJSON()[0].events, 0, 'another latency: other events');
+  });
+
+  it("a cluster's workers: counts added before the rates are read", () => {
+    const now = 40 * 86_400_000;
+    const w1 = new Objectives([cust], { now: () => now });
+    const w2 = new Objectives([cust], { now: () => now });
+    traffic(w1, 100, 0);
+    traffic(w2, 900, 9);
+    const [v] = mergeObjectives([w1.toJSON(), JSON.parse(JSON.stringify(w2.toJSON()))]);
+    assert.deepEqual([v.events, v.bad, v.burnRates['5m']], [1000, 9, 9], '9 of 1000, not the mean of 0x and 10x');
+  });
+
+  it('counts good and bad events in ged145_objective_events_total', async () => {
+    const registry = new client.Registry();
+    const o = new Objectives([cust], { registry, now: () => 0 });
+    traffic(o, 5, 2);
+    const text = await registry.metrics();
+    assert.match(text, /^ged145_objective_events_total\{objective="cust",result="good"\} 3$/m);
+    assert.match(text, /^ged145_objective_events_total\{objective="cust",result="bad"\} 2$/m);
+  });
+
+  it('objectivesOf: one objective per configured route, named after it', () => {
+    assert.deepEqual(objectivesOf({ slo: { z: { objective: 99, latencyMs: 100, windowDays: 7 }, a: {} } }), [
+      { name: 'a', route: 'a', objective: 99.9, latencyMs: 200, windowDays: 30 }, // the schema's defaults
+      { name: 'z', route: 'z', objective: 99, latencyMs: 100, windowDays: 7 },
+    ]);
+    assert.deepEqual(objectivesOf({}), []);
+  });
+});
