@@ -4,7 +4,8 @@
 // repository (and, with a #fragment into a Markdown file, one of its headings), and every path
 // written in code quotes under the repository's own folders (`gateway/ops/warmup.js`,
 // `tests/stress/heap.test.js`) names a file or folder that is there. A file moved or a heading
-// renamed without the docs following fails here.
+// renamed without the docs following fails here. And no doc names an issue number: the history is
+// git's.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -82,6 +83,16 @@ describe('links and paths in README.md and docs/*.md', () => {
       }
     }
     assert.deepEqual(broken, []);
+  });
+
+  it('no heading or sentence names an issue by number: a doc says what a feature is, git says when it came', () => {
+    const named = [];
+    for (const file of DOCS) {
+      fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n').forEach((line, i) => {
+        if (/\bissues?\s+#?\d+/i.test(line)) named.push(`${file}:${i + 1}: ${line.trim().slice(0, 80)}`);
+      });
+    }
+    assert.deepEqual(named, []);
   });
 
   it('every path quoted under the repository\'s folders exists', () => {
