@@ -17,6 +17,7 @@ const NOT_PRODUCT = {
 const QUERY_PATH_NO_CONFIG = { name: [at('gateway/config/**')], message: 'the query path gets compiled settings, never the config loader.' };
 const NO_OPS = { name: [at('gateway/ops/**')], message: 'ops/ (admin, metrics, cluster, warm-up) sits above the query path, not below it.' };
 const NO_SESSION = { name: [at('gateway/session/**')], message: 'only the server and ops/ know router sessions.' };
+const LIB_ALONE = { name: [at('gateway/**'), at('rest-sim/**')], message: 'lib/ is shared by every component and depends on none.' };
 const boundaries = (...rules) => ({ 'n/no-restricted-require': ['error', [NOT_PRODUCT, ...rules]] });
 
 module.exports = [
@@ -43,9 +44,12 @@ module.exports = [
   },
   { plugins: { n } },
   { files: ['gateway/**/*.js', 'lib/**/*.js', 'rest-sim/**/*.js'], rules: boundaries() },
+  { files: ['lib/**/*.js'], rules: boundaries(LIB_ALONE) },
   {
-    files: ['lib/**/*.js'],
-    rules: boundaries({ name: [at('gateway/**'), at('rest-sim/**')], message: 'lib/ is shared by every component and depends on none.' }),
+    files: ['lib/protocol/**/*.js'],
+    rules: boundaries(LIB_ALONE, {
+      name: [at('lib/**'), `!${at('lib/protocol/**')}`], message: 'lib/protocol/ is the codec, publishable alone: it requires nothing outside itself.',
+    }),
   },
   {
     // session/ reaches the backend side only through its entry and its outcome module.

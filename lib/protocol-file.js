@@ -5,7 +5,7 @@
 // one numbering. The profile is handed to the readers and serializers of the command that reads it.
 
 const fs = require('node:fs');
-const { createProfile } = require('./protocol');
+const { createProfile, ProfileError } = require('./protocol');
 const { UsageError } = require('./errors');
 
 /** Reads FILE ({protocol: {...}} or the section itself): {profile, versions (or undefined)}. */
@@ -21,7 +21,8 @@ function readProtocolFile(file) {
   try {
     profile = createProfile({ messageTypes: section.messageTypes, status: section.status });
   } catch (err) {
-    throw new UsageError(`--protocol ${file}: ${err.message}`);
+    // A bad numbering reads as the gateway's config loader says it ("config: protocol.status...").
+    throw new UsageError(`--protocol ${file}: ${err instanceof ProfileError ? 'config: ' : ''}${err.message}`);
   }
   return { profile, versions: Array.isArray(section.versions) ? section.versions : undefined };
 }

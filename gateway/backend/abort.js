@@ -7,7 +7,7 @@
 // hands the signal on (a handler module, AbortSignal.any, axios) gets a real AbortSignal from
 // asAbortSignal(), made on demand and aborted with this one.
 
-const { DeadlineError, CODES } = require('../../lib/errors');
+const { DeadlineError, CODES } = require('./errors');
 
 class QuerySignal {
   /** group: whose query it is (a session's id): the engine shares connections out fairly between groups. */
@@ -58,7 +58,7 @@ class QuerySignal {
 
 /**
  * The reasons a query's request is aborted with when its deadline passed (handle.js): the
- * origin's failure, or, DEADLINE_LATE, no evidence against it (lib/errors.js, DeadlineError).
+ * origin's failure, or, DEADLINE_LATE, no evidence against it (backend/errors.js, DeadlineError).
  */
 const DEADLINE = Object.freeze(new DeadlineError(false));
 const DEADLINE_LATE = Object.freeze(new DeadlineError(true));

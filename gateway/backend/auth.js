@@ -15,7 +15,8 @@
 // against the API's circuit.
 
 const { REASON } = require('./outcome');
-const { messageOf, AuthError } = require('../../lib/errors');
+const { messageOf } = require('../../lib/errors');
+const { AuthError } = require('./errors');
 const { text: { printable } } = require('../../lib/protocol');
 const { ACCEPT_ENCODING } = require('./engines');
 

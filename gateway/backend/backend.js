@@ -14,7 +14,8 @@ const { text: { printable } } = require('../../lib/protocol');
 const { BackendHealth } = require('./health');
 const { Breakers } = require('./breakers');
 const { LogThrottle } = require('../../lib/log-throttle');
-const { messageOf, BackendRequestError, PlaceholderError } = require('../../lib/errors');
+const { messageOf } = require('../../lib/errors');
+const { BackendRequestError, PlaceholderError, failureReason } = require('./errors');
 const {
   ok, appError, hostError, REASON, KIND, gaveUp,
 } = require('./outcome');
@@ -23,7 +24,6 @@ const {
   statusMap, kindOf, statusReason, errorText, formatOf, UNAUTHORIZED,
 } = require('./statuses');
 const { parseRetryAfter } = require('./pace');
-const { reasonOf } = require('./engines/errors');
 const { hideCallerData } = require('../../lib/redact');
 const { isObject } = require('../../lib/objects');
 const {
@@ -453,7 +453,7 @@ class Backend {
   /** No credentials for a request: the token endpoint failed (auth_failed, not the API's failure), or the query's time ran out waiting. */
   noCredentials(err, request) {
     if (request.signal.aborted) {
-      const reason = reasonOf(null, request.signal);
+      const reason = failureReason(null, request.signal);
       return hostError(reason, `backend ${reason.replace(/_/g, ' ')} (waiting for a token)`);
     }
     const outcome = hostError(REASON.AUTH_FAILED, 'backend token request failed', false, messageOf(err));

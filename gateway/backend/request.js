@@ -4,7 +4,7 @@
 // body, URL and body templates and their placeholders, and the response mapping, for each query
 // (backend.js). A route's templates are parsed once, at load, by config/routes.js and config/body.js.
 
-const { PlaceholderError } = require('../../lib/errors');
+const { PlaceholderError } = require('./errors');
 const { jsonPath } = require('./formats');
 const { fieldValue } = require('../../lib/query-fields');
 

@@ -5,7 +5,7 @@
 
 const net = require('node:net');
 const path = require('node:path');
-const { des, resolveProfile } = require('../../lib/protocol');
+const { des, resolveProfile, ProfileError } = require('../../lib/protocol');
 const { ConfigError } = require('../../lib/errors');
 const { readRegularFile, parseJson } = require('../../lib/files');
 const { checkLogFile } = require('../../lib/logger');
@@ -96,7 +96,13 @@ function problemsOf(c, sources = {}) {
     }
   };
   check(!/^[\d.]+$/.test(c.host) || net.isIPv4(c.host), 'host', `'${c.host}' is not a valid IPv4 address`);
-  attempt(() => resolveProfile(c.protocol));
+  attempt(() => {
+    try {
+      resolveProfile(c.protocol);
+    } catch (err) {
+      throw err instanceof ProfileError ? new ConfigError(err.message) : err; // the codec's, said as the loader's
+    }
+  });
   check(c.deadlineMs < c.routerRequestTimeoutMs, 'deadlineMs',
     `(${c.deadlineMs}) must be below the router's RequestTimeout, routerRequestTimeoutMs (${c.routerRequestTimeoutMs}): `
     + 'a reply after it arrives too late and counts as a missed heartbeat. '

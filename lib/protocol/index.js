@@ -4,7 +4,7 @@
 
 const constants = require('./constants');
 const {
-  ProtocolError, EncodeError, ERROR_CODES, ENCODE_ERROR_CODES,
+  ProtocolError, EncodeError, ProfileError, ERROR_CODES, ENCODE_ERROR_CODES, PROFILE_ERROR_CODES,
 } = require('./errors');
 const { Framer } = require('./framer');
 const { decode, decodeFrame, fixedLength } = require('./parser');
@@ -20,8 +20,10 @@ module.exports = {
   ...constants,
   ProtocolError,
   EncodeError,
+  ProfileError,
   ERROR_CODES,
   ENCODE_ERROR_CODES,
+  PROFILE_ERROR_CODES,
   Framer,
   MessageReader,
   decode,

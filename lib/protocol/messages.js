@@ -5,6 +5,15 @@
 
 const { MESSAGE_TYPES: T, STATUS_NAMES, QUERY_FLAGS } = require('./constants');
 
+/**
+ * obj[key] = value, where key came from outside (an ECC name off the wire, a subtype): `__proto__`
+ * stays a plain own property instead of replacing the object's prototype.
+ */
+function setOwn(obj, key, value) {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
 class FailureConf {
   constructor(invokeId, status, error) {
     this.type = 'FAILURE_CONF';
@@ -96,4 +105,6 @@ class ParamReq {
   }
 }
 
-module.exports = { FailureConf, FailureEvent, OpenReq, InvokeOnly, QueryReq, QueryResp, ParamReq };
+module.exports = {
+  FailureConf, FailureEvent, OpenReq, InvokeOnly, QueryReq, QueryResp, ParamReq, setOwn,
+};

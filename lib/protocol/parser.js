@@ -9,11 +9,10 @@ const {
   MESSAGE_TYPES: T, MESSAGE_NAMES, TAGS, ROUTER_TO_HOST, HOST_TO_ROUTER, HEADER_LENGTH,
 } = require('./constants');
 const { ProtocolError, ERROR_CODES } = require('./errors');
-const { setOwn } = require('../objects');
 const { DIRECTION, DIRECTIONS } = require('./direction');
 const { DEFAULT_PROFILE } = require('./profile');
 const {
-  FailureConf, FailureEvent, OpenReq, InvokeOnly, QueryReq, QueryResp, ParamReq,
+  FailureConf, FailureEvent, OpenReq, InvokeOnly, QueryReq, QueryResp, ParamReq, setOwn,
 } = require('./messages');
 
 // docs/protocol.md section 4: UCHAR tag, UCHAR length, length bytes of data, back to back.

@@ -8,24 +8,26 @@
 // profile is the identity. Each reader and serializer is given its profile (DEFAULT_PROFILE unless told).
 
 const { MESSAGE_TYPES, STATUS, MAX_UINT32 } = require('./constants');
-const { ConfigError } = require('../errors');
+const { ProfileError, PROFILE_ERROR_CODES: E } = require('./errors');
 
 function table(names, canonical, given, what) {
   const out = { ...canonical };
   for (const [name, value] of Object.entries(given || {})) {
-    if (!Object.hasOwn(canonical, name)) throw new ConfigError(`${what}: unknown name ${name} (known: ${Object.keys(canonical).join(', ')})`);
-    if (!Number.isInteger(value) || value < 0 || value > MAX_UINT32) throw new ConfigError(`${what}.${name} must be an integer from 0 to ${MAX_UINT32}`);
+    if (!Object.hasOwn(canonical, name)) throw new ProfileError(E.UNKNOWN_NAME, `${what}: unknown name ${name} (known: ${Object.keys(canonical).join(', ')})`);
+    if (!Number.isInteger(value) || value < 0 || value > MAX_UINT32) {
+      throw new ProfileError(E.OUT_OF_RANGE, `${what}.${name} must be an integer from 0 to ${MAX_UINT32}`);
+    }
     out[name] = value;
   }
   const seen = new Map();
   for (const [name, value] of Object.entries(out)) {
-    if (seen.has(value)) throw new ConfigError(`${what}: ${name} and ${seen.get(value)} are both ${value}; every number must be distinct`);
+    if (seen.has(value)) throw new ProfileError(E.DUPLICATE, `${what}: ${name} and ${seen.get(value)} are both ${value}; every number must be distinct`);
     seen.set(value, name);
   }
   return out;
 }
 
-/** {messageTypes, status} with defaults filled in and checked; throws a ConfigError naming the problem. */
+/** {messageTypes, status} with defaults filled in and checked; throws a ProfileError naming the problem. */
 function resolveProfile({ messageTypes, status } = {}) {
   return {
     messageTypes: table(Object.keys(MESSAGE_TYPES), MESSAGE_TYPES, messageTypes, 'protocol.messageTypes'),

@@ -40,6 +40,13 @@ describe('folder boundaries (ESLint)', function () {
     assert.equal((await problems('lib/x.js', "require('../gateway/server');")).length, 1);
     assert.deepEqual(await problems('gateway/x.js', "require('./backend');\nrequire('./session/session');\nrequire('../lib/protocol');"), []);
   });
+
+  it('lib/protocol/, the codec, requires nothing outside itself: it could be published alone', async () => {
+    const [message] = await problems('lib/protocol/x.js', "require('../errors');");
+    assert.match(message, /the codec, publishable alone/);
+    assert.deepEqual(await problems('lib/protocol/x.js', "require('./errors');\nrequire('./constants');\nrequire('binary-parser');"), []);
+    assert.deepEqual(await problems('lib/x.js', "require('./protocol');\nrequire('./errors');"), []);
+  });
 });
 
 describe('dependencies through their public entry points', () => {

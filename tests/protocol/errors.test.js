@@ -5,12 +5,16 @@
 
 const assert = require('node:assert/strict');
 const {
-  ProtocolError, EncodeError, ERROR_CODES, ENCODE_ERROR_CODES, Framer,
+  ProtocolError, EncodeError, ERROR_CODES, ENCODE_ERROR_CODES, PROFILE_ERROR_CODES, Framer,
 } = require('../../lib/protocol');
 const { CODES } = require('../../lib/errors');
+const { CODES: BACKEND_CODES } = require('../../gateway/backend/errors');
 
 describe('error codes', () => {
-  const all = [...Object.values(CODES), ...Object.values(ERROR_CODES), ...Object.values(ENCODE_ERROR_CODES)];
+  const all = [
+    ...Object.values(CODES), ...Object.values(BACKEND_CODES), ...Object.values(ERROR_CODES), ...Object.values(ENCODE_ERROR_CODES),
+    ...Object.values(PROFILE_ERROR_CODES),
+  ];
 
   it('every code is ERR_GED145_ and upper snake case, and no two are the same', () => {
     for (const code of all) assert.match(code, /^ERR_GED145_[A-Z0-9]+(_[A-Z0-9]+)*$/);

@@ -4,7 +4,7 @@
 
 const assert = require('node:assert/strict');
 const {
-  serialize, serializerFor, decodeFrame, encode, MessageReader, DIRECTION, STATUS, createProfile, resolveProfile, DEFAULT_PROFILE,
+  serialize, serializerFor, decodeFrame, encode, MessageReader, DIRECTION, STATUS, createProfile, resolveProfile, DEFAULT_PROFILE, PROFILE_ERROR_CODES,
 } = require('../../lib/protocol');
 
 // GED-125's numbering of heartbeat and close, and a status moved for good measure.
@@ -60,9 +60,11 @@ describe('protocol profile', () => {
   });
 
   it('refuses unknown names, numbers out of range and numbers used twice', () => {
-    assert.throws(() => resolveProfile({ messageTypes: { HEARTBEAT: 5 } }), /unknown name HEARTBEAT/);
-    assert.throws(() => resolveProfile({ messageTypes: { QUERY_REQ: -1 } }), /QUERY_REQ must be an integer/);
-    assert.throws(() => resolveProfile({ messageTypes: { HEARTBEAT_REQ: 5 } }), /HEARTBEAT_REQ and CLOSE_REQ are both 5|CLOSE_REQ and HEARTBEAT_REQ are both 5/);
-    assert.throws(() => resolveProfile({ status: { E_AG_HOST_ERROR2: 6 } }), /both 6/);
+    const E = PROFILE_ERROR_CODES;
+    assert.throws(() => resolveProfile({ messageTypes: { HEARTBEAT: 5 } }), { name: 'ProfileError', code: E.UNKNOWN_NAME, message: /unknown name HEARTBEAT/ });
+    assert.throws(() => resolveProfile({ messageTypes: { QUERY_REQ: -1 } }), { code: E.OUT_OF_RANGE, message: /QUERY_REQ must be an integer/ });
+    assert.throws(() => resolveProfile({ messageTypes: { HEARTBEAT_REQ: 5 } }),
+      { code: E.DUPLICATE, message: /HEARTBEAT_REQ and CLOSE_REQ are both 5|CLOSE_REQ and HEARTBEAT_REQ are both 5/ });
+    assert.throws(() => resolveProfile({ status: { E_AG_HOST_ERROR2: 6 } }), { code: E.DUPLICATE, message: /both 6/ });
   });
 });

@@ -4,7 +4,7 @@ const http = require('node:http');
 const { performance } = require('node:perf_hooks');
 const https = require('node:https');
 const axios = require('axios');
-const { reasonOf, EngineError } = require('./errors');
+const { failureReason, EngineError } = require('../errors');
 const { asAbortSignal } = require('../abort');
 const { codingOf, undecodable } = require('./content-encoding');
 const { REASON } = require('../outcome');
@@ -62,7 +62,7 @@ class Engine {
           continue;
         }
         if (err instanceof EngineError) throw err;
-        throw new EngineError(reasonOf(err, signal), err, performance.now() - started, signal);
+        throw new EngineError(failureReason(err, signal), err, performance.now() - started, signal);
       }
     }
   }

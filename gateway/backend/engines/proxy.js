@@ -8,7 +8,7 @@
 
 const http = require('node:http');
 const buildConnector = require('./undici-parts').load('buildConnector'); // without undici's index (undici-parts.js)
-const { ProxyError } = require('../../../lib/errors');
+const { ProxyError } = require('../errors');
 
 /** The proxy URL for an origin ("https://crm.example:8443"), or null: NO_PROXY, or none configured. */
 function proxyFor(proxy, origin) {

@@ -4,7 +4,7 @@ const { performance } = require('node:perf_hooks');
 const Pool = require('./undici-parts').load('Pool'); // without undici's index (undici-parts.js)
 const { proxyFor, tunnelConnector, proxyAuthorization } = require('./proxy');
 const { HostNames } = require('./dns');
-const { reasonOf, EngineError } = require('./errors');
+const { failureReason, EngineError } = require('../errors');
 const { codingOf, Decoding } = require('./content-encoding');
 const { REASON } = require('../outcome');
 
@@ -76,7 +76,7 @@ class Engine {
       try {
         o = this.origin(origin);
       } catch (err) {
-        reject(new EngineError(reasonOf(err, signal), err, -1, signal)); // an invalid origin: new Pool() throws
+        reject(new EngineError(failureReason(err, signal), err, -1, signal)); // an invalid origin: new Pool() throws
         return;
       }
       const opts = o.absolute === null ? {
@@ -295,7 +295,7 @@ class Collect {
   fail(err) {
     if (!this.finish()) return;
     const onWireMs = this.sentAt < 0 ? -1 : performance.now() - this.sentAt;
-    this.reject(new EngineError(reasonOf(err, this.signal), err, onWireMs, this.signal));
+    this.reject(new EngineError(failureReason(err, this.signal), err, onWireMs, this.signal));
   }
 
   finish() {

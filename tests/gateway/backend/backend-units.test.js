@@ -171,7 +171,7 @@ describe('BackendHealth (unit, fake clock)', () => {
 
 describe('engine errors (unit)', () => {
   it('a request aborted at its deadline has no cause beyond its reason; a refused one names the address', () => {
-    const { EngineError } = require('../../../gateway/backend/engines/errors');
+    const { EngineError } = require('../../../gateway/backend/errors');
     const { DEADLINE } = require('../../../gateway/backend/abort');
     assert.equal(new EngineError(REASON.DEADLINE, DEADLINE).detail, null, 'not "ERR_GED145_DEADLINE" as the last error on /health and the page');
     const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED', syscall: 'connect', address: '127.0.0.1', port: 9 });
