@@ -14,6 +14,10 @@
 // BENCH_PREWARM_SECONDS (1): unmeasured queries through each gateway after it starts, at the same
 // window, so that neither build is measured while V8 still compiles its path (the warm-up at
 // start covers most of it, but a build with a different warm-up would be favoured otherwise).
+// BENCH_SCRAPE_MS (1000): while a build is measured, GET its /metrics (admin port) at once and then
+// every this many ms, reading each body whole, as a Prometheus would that scrapes this often (a
+// short interval on purpose: what a scrape costs shows in the rate). 0 turns it off. The scrapes
+// per build are printed; a failed scrape stops the run.
 
 const { startPlainBackend, startGateway, runClient, median } = require('./harness');
 const { table, writeResult } = require('./report');
@@ -22,14 +26,42 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS || 12);
 const WINDOW = Number(process.env.BENCH_WINDOW || 1);
 const SECONDS = Number(process.env.BENCH_SECONDS || 2);
 const PREWARM = Number(process.env.BENCH_PREWARM_SECONDS || 1);
+const SCRAPE_MS = Number(process.env.BENCH_SCRAPE_MS ?? 1000);
 const args = (s) => (s || '').split(' ').filter(Boolean);
+
+/** Scrapes http://127.0.0.1:<adminPort>/metrics every SCRAPE_MS until the returned stop() (which waits for the last scrape). */
+function scrapeMetrics(adminPort) {
+  if (!(SCRAPE_MS > 0)) return async () => ({ scrapes: 0, bytes: 0 });
+  const url = `http://127.0.0.1:${adminPort}/metrics`;
+  let scrapes = 0;
+  let bytes = 0;
+  let failure = null;
+  let inflight = Promise.resolve();
+  const scrape = () => {
+    inflight = inflight.then(async () => {
+      const res = await fetch(url);
+      const body = await res.text();
+      if (res.status !== 200 || !body.includes('# TYPE')) throw new Error(`${url}: HTTP ${res.status}, ${body.length} bytes`);
+      scrapes++;
+      bytes += body.length;
+    }).catch((e) => { failure ||= e; });
+  };
+  scrape();
+  const timer = setInterval(scrape, SCRAPE_MS);
+  return async () => {
+    clearInterval(timer);
+    await inflight;
+    if (failure) throw failure;
+    return { scrapes, bytes };
+  };
+}
 
 async function main() {
   if (!process.env.BENCH_BASELINE_BIN) throw new Error('set BENCH_BASELINE_BIN to the baseline build\'s bin/ged145.js');
   const backend = await startPlainBackend();
   const builds = [
-    { name: 'this build', start: () => startGateway(backend.url, args(process.env.BENCH_GATEWAY_ARGS)), rates: [] },
-    { name: 'baseline', start: () => startGateway(backend.url, args(process.env.BENCH_BASELINE_ARGS), process.env.BENCH_BASELINE_BIN), rates: [] },
+    { name: 'this build', start: () => startGateway(backend.url, args(process.env.BENCH_GATEWAY_ARGS)), rates: [], scrapes: 0 },
+    { name: 'baseline', start: () => startGateway(backend.url, args(process.env.BENCH_BASELINE_ARGS), process.env.BENCH_BASELINE_BIN), rates: [], scrapes: 0 },
   ];
   const rows = [];
   for (let i = 0; i < ROUNDS; i++) {
@@ -37,7 +69,9 @@ async function main() {
     for (const b of order) b.gw = await b.start();
     if (PREWARM > 0) for (const b of order) await runClient({ port: b.gw.port, kind: 'query', window: WINDOW, durationMs: PREWARM * 1000 });
     for (const b of order) {
+      const stopScraping = scrapeMetrics(b.gw.adminPort);
       const r = await runClient({ port: b.gw.port, kind: 'query', window: WINDOW, durationMs: SECONDS * 1000 });
+      b.scrapes += (await stopScraping()).scrapes;
       if (r.errors || r.lost || r.duplicated) throw new Error(`${b.name}: ${r.errors} errors, ${r.lost} lost, ${r.duplicated} duplicated`);
       b.rates.push(r.rate);
     }
@@ -49,7 +83,12 @@ async function main() {
   const [ours, theirs] = builds.map((b) => Math.round(median(b.rates)));
   process.stdout.write(table(['round', 'this build/s', 'baseline/s', 'ratio'], rows));
   process.stdout.write(`window ${WINDOW}, ${ROUNDS} rounds of ${SECONDS} s: median ${ours} vs ${theirs}/s, median ratio ${ratio.toFixed(3)}\n`);
-  writeResult('ab', { window: WINDOW, rounds: ROUNDS, seconds: SECONDS, rates: builds.map((b) => ({ name: b.name, rates: b.rates })), ratio });
+  const scraped = SCRAPE_MS > 0 ? `every ${SCRAPE_MS} ms: ${builds.map((b) => `${b.scrapes} of ${b.name}`).join(', ')}` : 'off (BENCH_SCRAPE_MS=0)';
+  process.stdout.write(`/metrics scraped during the measured runs ${scraped}\n`);
+  writeResult('ab', {
+    window: WINDOW, rounds: ROUNDS, seconds: SECONDS, scrapeMs: SCRAPE_MS,
+    rates: builds.map((b) => ({ name: b.name, rates: b.rates, scrapes: b.scrapes })), ratio,
+  });
 }
 
 main().catch((e) => { process.stderr.write(`${e.stack}\n`); process.exit(1); });
