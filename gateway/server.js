@@ -11,6 +11,7 @@ const { SessionHost } = require('./session/host');
 const { QueryResolver } = require('./backend');
 const { keptAnswer } = require('./answer/writer');
 const { Metrics } = require('./ops/metrics');
+const { watchBackend } = require('./ops/backend-metrics');
 const { RecentLines, ProcessStatus } = require('./ops/status');
 const { HandlerFaults } = require('./backend/user-code');
 const { restartNeeded } = require('./config/restart');
@@ -37,7 +38,8 @@ class Gateway extends SessionHost {
       return counts;
     };
     this.metrics.queriesInFlight = () => this.inFlight();
-    this.faults = new HandlerFaults({ log: this.log, metrics: this.metrics }); // per route, across reloads
+    watchBackend(this.metrics, this); // the backend's metrics: subscribers of its channels, for this gateway's messages
+    this.faults = new HandlerFaults({ log: this.log, owner: this }); // per route, across reloads
     this.resolver = this.newResolver(config);
     this.sessions = new Set();
     this.openCount = 0;
@@ -234,7 +236,7 @@ class Gateway extends SessionHost {
   newResolver(config, { cache, previous = null } = {}) {
     return new QueryResolver(config, {
       log: this.log,
-      metrics: this.metrics,
+      owner: this,
       cache,
       previous,
       keepAnswer: keptAnswer(config.limits.maxMessageLength, config.answers),

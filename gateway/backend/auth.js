@@ -14,11 +14,14 @@
 // query. It is the token endpoint's failure (auth_failed), never the API's: it is not counted
 // against the API's circuit.
 
+const { performance } = require('node:perf_hooks');
 const { REASON } = require('./outcome');
 const { messageOf } = require('../../lib/errors');
 const { AuthError } = require('./errors');
 const { text: { printable } } = require('../../lib/protocol');
 const { ACCEPT_ENCODING } = require('./engines');
+const { channels, sendWatched } = require('./diagnostics');
+const { SILENT_LOG } = require('./silent-log');
 
 const TOKEN_TIMEOUT_MS = 5000;
 const REFRESH_AT = 0.75; // of the lifetime
@@ -62,15 +65,16 @@ class StaticCredentials {
 class OAuth2Credentials {
   /**
    * engine: the backend's HTTP engine (its TLS, proxy and connections apply to the token endpoint
-   * too); log, metrics may be null; now(): wall clock in ms, for tests.
+   * too); owner: what its diagnostics messages carry as `gateway` (diagnostics.js); now(): wall
+   * clock in ms, for tests.
    */
   constructor(spec, {
-    engine, log = null, metrics = null, now = Date.now, timeoutMs = TOKEN_TIMEOUT_MS,
+    engine, log = SILENT_LOG, owner = null, now = Date.now, timeoutMs = TOKEN_TIMEOUT_MS,
   }) {
     this.spec = spec;
     this.engine = engine;
     this.log = log;
-    this.metrics = metrics;
+    this.owner = owner;
     this.now = now;
     this.timeoutMs = timeoutMs;
     this.refreshes = true;
@@ -180,36 +184,59 @@ class OAuth2Credentials {
     const sentAt = this.now();
     this.notBefore = sentAt + MIN_GAP_MS;
     this.fetches++;
-    let problem;
-    try {
-      const res = await this.engine.request({
-        origin: this.origin, path: this.path, method: 'POST', headers, body: form.toString(), signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      problem = this.accept(res, sentAt);
-    } catch (err) {
-      problem = `no answer: ${err.detail || err.reason || messageOf(err)}`;
-    }
+    const problem = await this.exchange(headers, form.toString(), sentAt);
     if (problem === null) {
-      if (this.metrics) this.metrics.tokenRequests.labels('ok').inc();
-      if (this.failures > 0 && this.log) this.log.info(`backend token endpoint answers again (${this.origin})`, { failedRequests: this.failures });
+      if (this.failures > 0) this.log.info(`backend token endpoint answers again (${this.origin})`, { failedRequests: this.failures });
       this.failures = 0;
       this.lastError = null;
       this.refused = null;
       return this.value;
     }
-    if (this.metrics) this.metrics.tokenRequests.labels('error').inc();
     this.failures++;
     this.lastError = problem;
     const retryMs = RETRY_MS[Math.min(this.failures - 1, RETRY_MS.length - 1)];
     this.notBefore = this.now() + retryMs;
     this.refused = new AuthError(`backend token request failed: ${problem}`, REASON.AUTH_FAILED);
-    if (this.log && (this.failures === 1 || this.failures % 10 === 0)) {
+    if (this.failures === 1 || this.failures % 10 === 0) {
       this.log.warn(`backend token request failed: ${problem}; queries for this backend get E_AG_HOST_ERROR1 (auth_failed) until a token is had`, {
         tokenUrl: spec.tokenUrl, clientId: spec.clientId, failures: this.failures,
       });
     }
     this.schedule(retryMs);
     throw this.refused;
+  }
+
+  /**
+   * The token request itself (a request of kind 'token' to the channels' subscribers): null when a
+   * token was taken, else what went wrong; its end told on the token channel.
+   */
+  async exchange(headers, body, sentAt) {
+    const request = {
+      origin: this.origin, path: this.path, method: 'POST', headers, body, signal: AbortSignal.timeout(this.timeoutMs), kind: 'token', template: this.path,
+    };
+    const started = performance.now();
+    let problem;
+    let error = null;
+    try {
+      const res = await sendWatched(this.engine, this.owner, request);
+      problem = this.accept(res, sentAt);
+      if (request.observer !== null) request.observer.end(res.status, problem === null ? 'ok' : REASON.AUTH_FAILED);
+    } catch (err) {
+      problem = `no answer: ${err.detail || err.reason || messageOf(err)}`;
+      error = err;
+      if (request.observer !== null) request.observer.error(err, err.reason || REASON.ERROR);
+    }
+    if (channels.token.hasSubscribers) {
+      channels.token.publish({
+        gateway: this.owner,
+        origin: this.origin,
+        ok: problem === null,
+        ms: performance.now() - started,
+        expiresInMs: problem === null && Number.isFinite(this.expiresAt) ? this.expiresAt - sentAt : null,
+        error: problem === null ? null : error || new AuthError(problem, REASON.AUTH_FAILED),
+      });
+    }
+    return problem;
   }
 
   /** A token endpoint's answer -> null when a token was taken, else what was wrong with it. */
@@ -246,7 +273,7 @@ class OAuth2Credentials {
 
   /** Once: tokens that live less than MIN_GAP_MS leave queries without one for most of each second. */
   warnShortLife(expiresIn) {
-    if (this.warnedShortLife || this.log === null) return;
+    if (this.warnedShortLife) return;
     this.warnedShortLife = true;
     this.log.warn(`the token endpoint's tokens live ${printable(expiresIn, 20)} s (expires_in): a token is fetched at most once a second, `
       + 'so queries between its expiry and the next get E_AG_HOST_ERROR1 (auth_failed)', { tokenUrl: this.spec.tokenUrl });

@@ -16,19 +16,22 @@ const { Backend } = require('./backend');
 const { AnswerCache, cacheKey } = require('./cache');
 const { KIND, REASON, ok } = require('./outcome');
 const { Dispatcher } = require('./handle');
+const { channels } = require('./diagnostics');
+const { SILENT_LOG } = require('./silent-log');
 
 class QueryResolver extends Dispatcher {
   /**
    * cache: an AnswerCache to keep (a reload with the same cache settings keeps its entries);
    * previous: the resolver this one replaces (a reload), whose OAuth2 tokens the backend takes over;
    * keepAnswer: the form a new cache keeps an answer in (the gateway gives answer/'s keptAnswer);
-   * faults: the gateway's record of its handler modules' errors (user-code.js), kept across reloads.
+   * faults: the gateway's record of its handler modules' errors (user-code.js), kept across reloads;
+   * owner: what the backend's diagnostics messages carry as `gateway` (diagnostics.js).
    */
   constructor(config, {
-    log = null, metrics = null, cache, previous = null, keepAnswer, faults = null,
+    log = SILENT_LOG, owner = null, cache, previous = null, keepAnswer, faults = null,
   } = {}) {
     super();
-    this.metrics = metrics;
+    this.owner = owner;
     this.routes = config.compiledRoutes;
     const availability = config.availability || { fallback: null, cache: null };
     this.top = { fallback: availability.fallback, cache: availability.cache, cacheScope: availability.cacheScope ?? null };
@@ -36,16 +39,14 @@ class QueryResolver extends Dispatcher {
     const first = availability.cache || [...this.routes.values()].map((r) => r.cache).find(Boolean);
     const fallback = availability.fallback || [...this.routes.values()].some((r) => r.fallback);
     this.backend = new Backend(config, {
-      log, metrics, instead: insteadText(Boolean(first), Boolean(fallback)), previous: previous === null ? null : previous.backend, faults,
+      log, owner, instead: insteadText(Boolean(first), Boolean(fallback)), previous: previous === null ? null : previous.backend, faults,
     });
     if (!first) this.cache = null;
     else {
       this.cache = cache || new AnswerCache(first, {
-        log, metrics, keep: keepAnswer, redact: config.log.redact,
+        log, owner, keep: keepAnswer, redact: config.log.redact,
       });
     }
-    if (metrics) metrics.cacheSize = () => (this.cache === null ? null : this.cache.toJSON());
-    if (metrics) metrics.backendHealth = () => this.backend.health;
   }
 
   /** The fallback and cache settings (and cache scope) that apply to q: its route's, else the top level's. */
@@ -70,18 +71,18 @@ class QueryResolver extends Dispatcher {
     const s = h.settings;
     const key = cacheKey(q, s.cache.key, s.cacheScope);
     if (key === null) {
-      this.count('bypass'); // a key field missing or empty
+      this.count('bypass', q); // a key field missing or empty
     } else {
       const entry = await this.cache.get(key, s.cache.ttlMs + s.cache.staleIfErrorMs);
       if (entry !== undefined) {
         const age = performance.now() - entry.storedAt; // monotonic: a clock step changes no age
         if (age <= s.cache.ttlMs) {
-          this.count('hit');
+          this.count('hit', q);
           return ok(entry.answer, 'cache');
         }
         if (age <= s.cache.ttlMs + s.cache.staleIfErrorMs) h.stale = entry.answer;
       }
-      this.count('miss');
+      this.count('miss', q);
     }
     const outcome = await this.backend.call(q, h.signal, h.deadlineAt);
     if (outcome.kind === KIND.OK && key !== null) this.cache.set(key, outcome.answer, s.cache.ttlMs + s.cache.staleIfErrorMs);
@@ -94,15 +95,31 @@ class QueryResolver extends Dispatcher {
     const { fallback } = h.settings;
     if (outcome.kind === KIND.APP_ERROR && !(fallback && fallback.on4xx)) return null;
     if (h.stale !== undefined) {
-      this.count('stale');
+      this.count('stale', h.query);
       return ok(h.stale, 'stale');
     }
     if (fallback) return ok(fallback.answer, 'fallback');
     return null;
   }
 
-  count(result) {
-    if (this.metrics) this.metrics.cacheLookups.labels(result).inc();
+  /** A cache lookup's result (hit, miss, stale, bypass), for the channel's subscribers. */
+  count(result, query) {
+    if (channels.cacheLookup.hasSubscribers) channels.cacheLookup.publish({ gateway: this.owner, query, result });
+  }
+
+  /** The backend's health now (its lanes: health.js), for ged145_backend_up. */
+  health() {
+    return this.backend.health;
+  }
+
+  /** Per origin with a circuit, its least healthy state (breakers.js), for ged145_backend_circuit_state. */
+  circuitStates() {
+    return this.backend.breakers.states();
+  }
+
+  /** {entries, bytes, store} of the answer cache, or null without one. */
+  cacheFigures() {
+    return this.cache === null ? null : this.cache.toJSON();
   }
 
   toJSON() {

@@ -30,10 +30,10 @@ const {
   HandlerFaults, handlerScope, dropScope, runAs, currentCall, markError,
 } = require('./user-code');
 const { CredentialScope } = require('./scope');
+const { sendWatched, resultOf, publishFailure } = require('./diagnostics');
+const { SILENT_LOG } = require('./silent-log');
 
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json', accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING });
-
-const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx', '6xx', '7xx', '8xx', '9xx']; // backend_responses_total{class}
 
 /**
  * Whether a failed request blames the origin. Gave up waiting (the query's deadline, a route's
@@ -52,17 +52,20 @@ function blames(err, budgetMs) {
 const NOT_SENT = new Set([REASON.UNREACHABLE, REASON.CIRCUIT_OPEN, REASON.PAUSED, REASON.OVER_RATE]);
 
 class Backend {
-  /** log and metrics are optional (the warm-up runs without them). */
-  /** instead: what the router gets while the backend fails, for the health's log line. */
-  /** previous: the Backend this one replaces (a reload): its OAuth2 tokens are taken over, not fetched again. */
-  /** faults: the gateway's record of its handler modules' errors (user-code.js), kept across reloads. */
+  /**
+   * log: where its warnings go (SILENT_LOG where none is wanted); owner: what its diagnostics
+   * messages carry as `gateway` (diagnostics.js: the Gateway; the warm-up's gateway is one too);
+   * instead: what the router gets while the backend fails, for the health's log line; previous:
+   * the Backend this one replaces (a reload): its OAuth2 tokens are taken over, not fetched again;
+   * faults: the gateway's record of its handler modules' errors (user-code.js), kept across reloads.
+   */
   constructor(config, {
-    log = null, metrics = null, instead, previous = null, faults = null,
+    log = SILENT_LOG, owner = null, instead, previous = null, faults = null,
   } = {}) {
     this.routes = config.compiledRoutes; // a Map: subtypes such as "__proto__" or "constructor" are plain keys
     this.deadlineMs = config.deadlineMs;
     this.log = log;
-    this.metrics = metrics;
+    this.owner = owner;
     this.redact = config.log.redact;
     this.throttle = new LogThrottle();
     this.warnedAt = new Map(); // kind -> {at, folded}: warnEvery()
@@ -71,7 +74,6 @@ class Backend {
       ...engineOptions(config.backend),
       tls: runtime.tls,
       proxy: runtime.proxy,
-      onReconnect: metrics === null ? null : () => metrics.backendReconnects.inc(),
     });
     this.targets = []; // the default contract's base URLs: [{origin, basePath}]
     this.strategy = config.backend.strategy;
@@ -92,7 +94,7 @@ class Backend {
     const routes = this.routes;
     this.breakers = new Breakers(availability.breaker, {
       log,
-      metrics,
+      owner,
       settingsFor: (subtype) => {
         const route = subtype === undefined ? undefined : routes.get(subtype);
         return route === undefined || route.breaker === undefined ? availability.breaker : route.breaker;
@@ -124,7 +126,7 @@ class Backend {
         if (c !== undefined) {
           taken.delete(spec.key); // the old backend no longer closes it; its token requests use this engine
           c.engine = this.engine;
-        } else c = createCredentials(spec, { engine: this.engine, log, metrics });
+        } else c = createCredentials(spec, { engine: this.engine, log, owner });
         this.credentials.set(spec.key, c);
       }
       return c;
@@ -149,13 +151,13 @@ class Backend {
       });
       if (!trusted && own === undefined && route.headers === null) bare.push(route.template.origin);
     }
-    if (bare.length > 0 && log !== null && (runtime.auth !== null || Object.keys(runtime.headers).length > 0)) {
+    if (bare.length > 0 && (runtime.auth !== null || Object.keys(runtime.headers).length > 0)) {
       log.warn(`backend.headers and backend.auth go to backend.url's origins only: ${[...new Set(bare)].join(', ')} get neither. `
         + 'A route whose API needs them sets "backendCredentials": true (or its own "auth" or "headers")');
     }
     this.origins = new Map(); // origin -> OriginStats, for /status
     // Each module route's scope: what its escaped errors are attributed to (user-code.js).
-    this.faults = faults || new HandlerFaults({ log, metrics });
+    this.faults = faults || new HandlerFaults({ log, owner });
     this.scopes = new Map(); // compiled route -> scope
     for (const [subtype, route] of this.routes) if (route.kind === 'module') this.scopes.set(route, handlerScope(subtype, route, this.faults, this.redact));
   }
@@ -184,7 +186,7 @@ class Backend {
     } catch (err) {
       if (!(err instanceof PlaceholderError)) return Promise.reject(err);
       const n = this.throttle.hit('placeholder');
-      if (n && this.log) this.log.warn(`query refused before the backend: ${err.message}`, { subtype: logText(q.subtype), invokeId: q.invokeId, count: n });
+      if (n) this.log.warn(`query refused before the backend: ${err.message}`, { subtype: logText(q.subtype), invokeId: q.invokeId, count: n });
       return Promise.resolve(appError(err.message, REASON.BAD_PLACEHOLDER));
     }
   }
@@ -209,18 +211,19 @@ class Backend {
     const suffix = q.subtype === undefined ? '/query' : `/query/${encodeSegment('subtype', q.subtype)}`;
     const order = this.candidates();
     const spec = this.contractSpecs.size === 0 || q.subtype === undefined ? this.contract : this.contractSpecs.get(q.subtype) || this.contract;
-    if (order.length === 1) return this.sendContract(order[0], q, body, suffix, signal, deadlineAt, false, spec);
+    if (order.length === 1) return this.sendContract(order[0], q, body, suffix, signal, deadlineAt, false, spec, 1);
     return this.callOrigins(q, order, body, suffix, signal, deadlineAt, spec);
   }
 
   /**
    * The default contract's POST to one base URL, through its lane for q's subtype (elsewhere:
-   * another origin may take it); spec: what its statuses mean.
+   * another origin may take it); spec: what its statuses mean; attempt: 1, or 2... on the next origin.
    */
-  sendContract({ origin, basePath }, q, body, suffix, signal, deadlineAt, elsewhere, spec) {
+  sendContract({ origin, basePath }, q, body, suffix, signal, deadlineAt, elsewhere, spec, attempt) {
     const request = {
       origin, path: basePath + suffix, method: 'POST', headers: this.baseHeaders, body, signal, group: signal.group,
     };
+    whose(request, q, q.subtype === undefined ? `${basePath}/query` : `${basePath}/query/{subtype}`, attempt);
     return this.breakers.run(origin, q.subtype, () => this.send(request, spec, this.auth, deadlineAt), elsewhere);
   }
 
@@ -233,20 +236,15 @@ class Backend {
     for (let i = 0; i < tries.length; i++) {
       const { origin } = tries[i];
       const last = i === tries.length - 1 || !this.retry.enabled;
-      outcome = await this.sendContract(tries[i], q, body, suffix, signal, deadlineAt, !last, spec);
+      outcome = await this.sendContract(tries[i], q, body, suffix, signal, deadlineAt, !last, spec, i + 1);
       if (last || !NOT_SENT.has(outcome.reason) || deadlineAt - performance.now() < this.retry.minRemainingMs) return outcome;
-      if (this.metrics) this.metrics.backendRetries.inc();
-      if (this.debugEnabled()) {
+      if (this.log.isLevelEnabled('debug')) {
         this.log.debug('backend retry on the next origin', {
           from: origin, reason: outcome.reason, cause: outcome.detail, invokeId: q.invokeId,
         });
       }
     }
     return outcome;
-  }
-
-  debugEnabled() {
-    return this.log !== null && this.log.isLevelEnabled('debug');
   }
 
   callRoute(route, q, signal, deadlineAt) {
@@ -257,6 +255,7 @@ class Backend {
     const request = {
       origin, path, method: route.method, headers, body, signal, idempotent: route.idempotent, group: signal.group,
     };
+    whose(request, q, route.template.path, 1);
     if (route.timeoutMs >= this.deadlineMs) return this.breakers.run(origin, q.subtype, () => this.send(request, route, auth, deadlineAt));
     // routes.<subtype>.timeoutMs: this route gives up sooner than the query deadline.
     request.signal = AbortSignal.any([asAbortSignal(signal), AbortSignal.timeout(route.timeoutMs)]);
@@ -270,7 +269,7 @@ class Backend {
   async callModule(route, q, signal, deadlineAt) {
     let moduleSignal = asAbortSignal(signal);
     if (route.timeoutMs < this.deadlineMs) moduleSignal = AbortSignal.any([moduleSignal, AbortSignal.timeout(route.timeoutMs)]);
-    const ctx = { signal: moduleSignal, request: this.requestFor(route, q.subtype, moduleSignal, deadlineAt, signal.group) };
+    const ctx = { signal: moduleSignal, request: this.requestFor(route, q, moduleSignal, deadlineAt, signal.group) };
     const scope = this.scopes.get(route);
     try {
       const query = queryJson(q);
@@ -295,7 +294,7 @@ class Backend {
       }
       // The handler's own words stay in the host's log (caller data hidden under log.redact); the router gets E_AG_HOST_ERROR1.
       const n = this.throttle.hit('module-error');
-      if (n && this.log) {
+      if (n) {
         const text = this.redact ? hideCallerData(messageOf(err), q) : messageOf(err);
         this.log.error(`handler module failed: ${text}`, { module: route.file, subtype: logText(q.subtype), invokeId: q.invokeId, count: n });
       }
@@ -328,10 +327,10 @@ class Backend {
    * BackendRequestError (its `reason` one of outcome.js's) when there is none, which the handler
    * may catch or let through.
    */
-  requestFor(route, subtype, signal, deadlineAt, group) {
+  requestFor(route, q, signal, deadlineAt, group) {
     const own = this.routeSend.get(route).auth;
     const from = {
-      route, subtype, signal, deadlineAt, group, own,
+      route, q, subtype: q.subtype, signal, deadlineAt, group, own,
     };
     // Its rejections are marked as the calling handler's: one it does not await is attributed to its route.
     return (url, options) => {
@@ -360,6 +359,7 @@ class Backend {
       idempotent: from.route.idempotent,
       group: from.group,
     };
+    whose(request, from.q, null, 1);
     const outcome = await this.breakers.run(request.origin, from.subtype, async () => {
       const res = await this.exchange(request, auth, from.deadlineAt);
       if (res.kind !== undefined) return res;
@@ -368,6 +368,7 @@ class Backend {
       let failure = null;
       if (kind === UNAUTHORIZED) failure = this.unauthorized(res.status, request.origin);
       else if (kind === KIND.HOST_ERROR) failure = this.httpFailure(res, request.origin);
+      ended(request, res.status, failure === null ? kind : failure.reason);
       if (failure === null) return { kind: KIND.OK, blame: false, response: res };
       return { ...failure, response: res };
     });
@@ -382,19 +383,23 @@ class Backend {
    */
   send(request, spec, credentials, deadlineAt) {
     if (credentials !== null) {
-      return this.exchange(request, credentials, deadlineAt).then((res) => (res.kind !== undefined ? res : this.classify(res, spec, request.origin)));
+      return this.exchange(request, credentials, deadlineAt).then((res) => (res.kind !== undefined ? res : this.answered(res, spec, request)));
     }
     // Without credentials, exchange() is one request: its answer is classified in the engine's own continuation.
-    this.stats(request.origin).requests++;
-    const started = performance.now();
-    return this.engine.request(request).then((res) => {
-      this.observeAnswer(res.status, started);
-      return this.classify(res, spec, request.origin);
-    }, (err) => this.noAnswer(err, request));
+    return this.transmit(request).then((res) => this.answered(res, spec, request), (err) => this.noAnswer(err, request));
   }
 
-  observeAnswer(status, started) {
-    if (this.metrics) this.metrics.observeBackend(STATUS_CLASSES[Math.floor(status / 100)] || 'other', (performance.now() - started) / 1000);
+  /** An answer classified for spec, and its end told to the channels' subscribers (its classification as its result). */
+  answered(res, spec, request) {
+    const outcome = this.classify(res, spec, request.origin);
+    ended(request, res.status, resultOf(outcome));
+    return outcome;
+  }
+
+  /** One request to the engine, counted for its origin's figures and shown to the channels' subscribers (diagnostics.js). */
+  transmit(request) {
+    this.stats(request.origin).requests++;
+    return sendWatched(this.engine, this.owner, request);
   }
 
   /**
@@ -416,19 +421,17 @@ class Backend {
         }
         request.headers = { ...request.headers, authorization: used };
       }
-      this.stats(request.origin).requests++;
-      const started = performance.now();
       let res;
       try {
-        res = await this.engine.request(request);
+        res = await this.transmit(request);
       } catch (err) {
         return this.noAnswer(err, request);
       }
-      const { status } = res;
-      this.observeAnswer(status, started);
-      if (status === 401 && attempt === 0 && used !== null && credentials.refreshes
+      if (res.status === 401 && attempt === 0 && used !== null && credentials.refreshes
         && deadlineAt - performance.now() >= this.retry.minRemainingMs && credentials.renew(used)) {
-        if (this.metrics) this.metrics.backendAuthRetries.inc();
+        ended(request, 401, REASON.UNAUTHORIZED);
+        request.attempt++;
+        request.retry = 'auth';
         continue;
       }
       return res;
@@ -440,7 +443,7 @@ class Backend {
     const reason = err.reason || REASON.ERROR;
     const blame = blames(err, reason === REASON.TIMEOUT ? request.timeoutMs : this.deadlineMs);
     const detail = err.detail ? `${err.detail} (${request.origin})` : null;
-    if (reason !== REASON.ABORTED && this.metrics) this.metrics.observeBackend('error', null);
+    if (request.observer) request.observer.error(err, reason);
     const outcome = hostError(reason, `backend ${reason.replace(/_/g, ' ')}`, blame, detail);
     if (reason !== REASON.ABORTED) this.failed(request.origin, outcome);
     if (reason === REASON.TLS_ERROR) {
@@ -535,12 +538,11 @@ class Backend {
     s.byReason[outcome.reason] = (s.byReason[outcome.reason] || 0) + 1;
     s.lastError = outcome.detail ? `${outcome.reason}: ${outcome.detail}` : outcome.reason;
     s.lastErrorAt = Date.now();
-    if (this.metrics !== null) this.metrics.backendFailures.labels(outcome.reason).inc();
+    publishFailure(this.owner, origin, outcome);
   }
 
   /** A warning at most once per WARN_EVERY_MS for its kind, with how many were folded since the last. */
   warnEvery(kind, message) {
-    if (this.log === null) return;
     const now = Date.now();
     const w = this.warnedAt.get(kind);
     if (w !== undefined && now - w.at < WARN_EVERY_MS) {
@@ -591,6 +593,25 @@ const NO_ADAPTIVE_RATE = Object.freeze({ enabled: true, minPerSecond: 1, release
 const NO_RUNTIME = Object.freeze({
   tls: null, proxy: null, auth: null, headers: {},
 });
+
+/**
+ * Whose request it is, for the channels' subscribers (diagnostics.js): q's, its attempt-th (the
+ * next origin's after the first); template: the path before placeholders (null: the handler's own).
+ */
+function whose(request, q, template, attempt) {
+  request.kind = 'query';
+  request.query = q;
+  request.route = q.subtype === undefined ? null : q.subtype;
+  request.template = template;
+  request.attempt = attempt;
+  request.retry = attempt === 1 ? null : 'failover';
+  request.observer = null;
+}
+
+/** The end of a request told to the channels' subscribers, when someone watches it. */
+function ended(request, status, result) {
+  if (request.observer) request.observer.end(status, result);
+}
 
 /** Router-supplied text for a log field: printable, bounded. */
 const logText = (text) => (text === undefined ? undefined : printable(text, 64));

@@ -2,7 +2,7 @@
 
 // One lane per route per backend origin: its circuit (circuit.js has the policy and why), its pace
 // (pace.js: Retry-After pauses and the rate learnt from 429s) and its health (health.js); the glue
-// between them and the backend calls, the log, /health and ged145_backend_circuit_state.
+// between them and the backend calls, the log, /health and the circuit channel (diagnostics.js).
 //
 // Per route, as Hystrix counts per command: a subtype whose calls fail does not open the circuit
 // of a healthy subtype on the same origin, and a route's own `breaker` settings are its own. The
@@ -38,8 +38,10 @@ const {
 const {
   KIND, REASON, hostError, gaveUp,
 } = require('./outcome');
+const { channels } = require('./diagnostics');
+const { SILENT_LOG } = require('./silent-log');
 
-const STATE_VALUES = Object.freeze({ closed: 0, 'half-open': 1, open: 2 });
+const STATE_VALUES = Object.freeze({ closed: 0, 'half-open': 1, open: 2 }); // worse is higher
 const STATES = Object.freeze(['closed', 'half-open', 'open']);
 const CIRCUIT_OPEN = Object.freeze(hostError(REASON.CIRCUIT_OPEN, 'backend circuit open'));
 const PAUSED_OUTCOME = Object.freeze(hostError(REASON.PAUSED, 'backend asked to wait (Retry-After): not asked'));
@@ -64,15 +66,16 @@ class Breakers {
   /**
    * settings: the top level's (BREAKER_DEFAULTS); settingsFor(route): a route's own, else settings;
    * known(route): a configured route (always a lane of its own); pacing: {retryAfter,
-   * adaptiveRate} (pace.js; null: none); health: a BackendHealth (null: none); now: a clock for tests.
+   * adaptiveRate} (pace.js; null: none); health: a BackendHealth (null: none); now: a clock for tests;
+   * owner: what its circuit messages carry as `gateway` (diagnostics.js).
    */
   constructor(settings, {
-    log, metrics, settingsFor = () => settings, known = () => false, pacing = null, health = null, now = monotonicMs,
+    log = SILENT_LOG, owner = null, settingsFor = () => settings, known = () => false, pacing = null, health = null, now = monotonicMs,
   } = {}) {
     this.settingsFor = settingsFor;
     this.known = known;
     this.log = log;
-    this.metrics = metrics;
+    this.owner = owner;
     this.pacing = pacing || NO_PACING;
     this.health = health;
     this.now = now;
@@ -106,15 +109,9 @@ class Breakers {
     };
     if (settings && settings.enabled) {
       entry.circuit = new Circuit(settings, { now: this.now, onChange: (state, from) => this.changed(entry, state, from) });
-      if (this.metrics && !this.hasCircuit(origin)) this.metrics.breakerState.labels(origin).set(0);
     }
     routes.set(key, entry);
     return entry;
-  }
-
-  hasCircuit(origin) {
-    for (const e of this.byOrigin.get(origin).values()) if (e.circuit !== null) return true;
-    return false;
   }
 
   /**
@@ -143,7 +140,7 @@ class Breakers {
       return Promise.resolve(CIRCUIT_OPEN);
     }
     return send().then((outcome) => {
-      if (settle(entry, pass, ticket, outcome) && this.log) this.paced(entry);
+      if (settle(entry, pass, ticket, outcome)) this.paced(entry);
       return outcome;
     }, (err) => {
       entry.pace.cancel(pass);
@@ -153,14 +150,17 @@ class Breakers {
   }
 
   /**
-   * A state change of a lane's circuit: the gauge at once; a log line unless this lane logged
+   * A state change of a lane's circuit: its channel at once; a log line unless this lane logged
    * the same change (closed->open, half-open->open, ...) within LOG_EVERY_MS (a flapping circuit:
    * those changes are counted in its next line).
    */
   changed(entry, state, from) {
     entry.since = Date.now();
-    if (this.metrics) this.metrics.breakerState.labels(entry.origin).set(STATE_VALUES[this.worst(entry.origin)]);
-    if (!this.log) return;
+    if (channels.circuit.hasSubscribers) {
+      channels.circuit.publish({
+        gateway: this.owner, route: entry.route, origin: entry.origin, from, to: state,
+      });
+    }
     const now = Date.now();
     const change = `${from}->${state}`;
     const last = entry.logged;
@@ -226,6 +226,20 @@ class Breakers {
       if (entry.circuit !== null) worst = Math.max(worst, STATE_VALUES[entry.circuit.state]);
     }
     return STATES[worst];
+  }
+
+  /** Per origin with a circuit, its least healthy state: {origin: 'closed' | 'half-open' | 'open'} (ged145_backend_circuit_state). */
+  states() {
+    const out = {};
+    for (const [origin, routes] of this.byOrigin) {
+      for (const entry of routes.values()) {
+        if (entry.circuit !== null) {
+          out[origin] = this.worst(origin);
+          break;
+        }
+      }
+    }
+    return out;
   }
 
   /** Per origin, the lanes whose pace says something (paused, a learnt rate, calls refused): [{route, pausedForMs, ratePerSecond, pauses, refused}]. */

@@ -28,6 +28,8 @@ const crypto = require('node:crypto');
 // The global performance (not perf_hooks') so that a test's fake clock reaches it.
 const { LRUCache } = require('lru-cache');
 const { LogThrottle } = require('../../lib/log-throttle');
+const { channels } = require('./diagnostics');
+const { SILENT_LOG } = require('./silent-log');
 const { isObject } = require('../../lib/objects');
 const { fieldValue } = require('../../lib/query-fields');
 const { RedisStore } = require('./redis-store');
@@ -80,18 +82,19 @@ class AnswerCache {
    * its own). keep(answer): the form an answer is kept in, or null when it cannot be kept
    * (answer/writer.js keptAnswer, given by the gateway); the whole answer when left out.
    * redact: log.redact, under which a key (it holds the caller's CLID) is logged only as a hash.
+   * owner: what its diagnostics messages carry as `gateway` (diagnostics.js).
    */
   constructor(settings, {
-    log, metrics, keep = (answer) => answer, redact = false,
+    log = SILENT_LOG, owner = null, keep = (answer) => answer, redact = false,
   } = {}) {
     this.log = log;
     this.redact = redact;
-    this.metrics = metrics;
+    this.owner = owner;
     this.throttle = new LogThrottle();
     this.maxBytes = settings.maxBytes;
     this.local = new LRUCache({ max: settings.maxEntries, maxSize: settings.maxBytes, sizeCalculation: (entry) => entry.bytes });
     this.keep = keep;
-    this.store = settings.store ? new RedisStore(settings.store, { log, metrics }) : null;
+    this.store = settings.store ? new RedisStore(settings.store, { log, owner }) : null;
   }
 
   /**
@@ -142,9 +145,9 @@ class AnswerCache {
 
   /** A value in the shared store that is no entry: deleted there (this host answers from the backend), logged. */
   badValue(key) {
-    if (this.metrics) this.metrics.cacheStoreErrors.inc();
+    if (channels.cacheStoreError.hasSubscribers) channels.cacheStoreError.publish({ gateway: this.owner, what: 'bad_value', error: null });
     const n = this.throttle.hit('redis-bad-value');
-    if (n && this.log) {
+    if (n) {
       this.log.warn('cache store (Redis) held a value that is no cached answer; ignored and deleted, the query goes to the backend', {
         key: this.redact ? `${KEY_PREFIX}sha256:${crypto.createHash('sha256').update(key).digest('hex').slice(0, 16)}` : KEY_PREFIX + key, count: n,
       });

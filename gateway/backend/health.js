@@ -11,7 +11,9 @@
 // and the origins that still answer; it comes at most once per LOG_EVERY_MS per lane (a flapping
 // backend cannot flood the log: the next line says how many changes it folded in). The recovery
 // after a logged failure is logged when it happens, at info. ged145_backend_up shows each origin
-// and lane, and the process's worst without labels, as before (ops/metrics.js reads lanes()).
+// and lane, and the process's worst without labels (ops/backend-metrics.js reads lanes()).
+
+const { SILENT_LOG } = require('./silent-log');
 
 const FAIL_AFTER = 5;
 /** What a lane hands over to its successor at a reload. */
@@ -83,7 +85,6 @@ class LaneHealth {
     this.loggedState = this.state;
     const folded = this.unlogged > 0 ? { changesNotLogged: this.unlogged } : {};
     this.unlogged = 0;
-    if (!log) return;
     const where = { origin: this.origin, route: this.route };
     if (this.state === FAILING) {
       const what = `${this.consecutiveFailures} queries in a row got no answer (last: ${this.lastError})`;
@@ -118,7 +119,7 @@ class BackendHealth {
    * ged145_backend_up read this one from now on, and agree).
    */
   constructor({
-    log, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, instead = 'E_AG_HOST_ERROR1', previous = null, keeps = () => false,
+    log = SILENT_LOG, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, instead = 'E_AG_HOST_ERROR1', previous = null, keeps = () => false,
   } = {}) {
     this.log = log;
     this.instead = instead;

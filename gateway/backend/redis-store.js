@@ -29,6 +29,8 @@
 
 const { performance } = require('node:perf_hooks');
 const { LogThrottle } = require('../../lib/log-throttle');
+const { channels } = require('./diagnostics');
+const { SILENT_LOG } = require('./silent-log');
 
 const READ_WITHIN_MS = 25;
 const COMMAND_TIMEOUT_MS = 100;
@@ -47,10 +49,13 @@ const STATES = Object.freeze({
 });
 
 class RedisStore {
-  /** url: redis://host:port; log, metrics: where its state changes and failures go (either may be null). */
-  constructor(url, { log = null, metrics = null } = {}) {
+  /**
+   * url: redis://host:port; log: where its state changes and failures are told; owner: what its
+   * diagnostics messages carry as `gateway` (diagnostics.js).
+   */
+  constructor(url, { log = SILENT_LOG, owner = null } = {}) {
     this.log = log;
-    this.metrics = metrics;
+    this.owner = owner;
     this.throttle = new LogThrottle();
     this.state = STATES.CONNECTING;
     this.timeoutsInRow = 0;
@@ -131,7 +136,7 @@ class RedisStore {
   }
 
   failed(err, what, sentAt) {
-    if (this.metrics) this.metrics.cacheStoreErrors.inc();
+    this.publishError(what, err);
     if (err.message === TIMED_OUT && this.state === STATES.CONNECTED) {
       const now = performance.now();
       if (now - sentAt - COMMAND_TIMEOUT_MS > TIMER_LAG_MS) return; // the loop was busy: says nothing of Redis
@@ -142,7 +147,7 @@ class RedisStore {
     }
     if (this.state !== STATES.CONNECTED) return; // what a drop of the connection failed: its state says it
     const n = this.throttle.hit(`redis-${what}`);
-    if (n && this.log) this.log.warn(`cache store (Redis) ${what} failed: ${err.message}`, { count: n });
+    if (n) this.log.warn(`cache store (Redis) ${what} failed: ${err.message}`, { count: n });
   }
 
   /** Commands in a row unanswered: nothing more is sent, and the connection (with what waits on it) is dropped; a new one is the probe. */
@@ -156,8 +161,13 @@ class RedisStore {
     else this.redis.disconnect(true);
   }
 
+  /** A failed command or connection (what: read, write, delete, connection), for the channel's subscribers. */
+  publishError(what, error) {
+    if (channels.cacheStoreError.hasSubscribers) channels.cacheStoreError.publish({ gateway: this.owner, what, error });
+  }
+
   connectionError(err) {
-    if (this.metrics) this.metrics.cacheStoreErrors.inc();
+    this.publishError('connection', err);
     // A reconnection whose ready check timed out: still unresponsive, not a new state to tell.
     if (this.state === STATES.UNRESPONSIVE && (err.message === TIMED_OUT || err.code === 'ETIMEDOUT')) return;
     this.setState(STATES.UNREACHABLE, err.code || err.message);
@@ -167,7 +177,6 @@ class RedisStore {
     if (this.state === state || this.state === STATES.CLOSED) return;
     this.state = state;
     this.timeoutsInRow = 0;
-    if (!this.log) return;
     if (state === STATES.CONNECTED) this.log.info('cache store (Redis) connected');
     else this.log.warn(`cache store (Redis) ${state}${why ? `: ${why}` : ''}; queries go on with the local cache and the backend`);
   }

@@ -18,6 +18,8 @@
 
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { LogThrottle } = require('../../lib/log-throttle');
+const { channels, publishFailure } = require('./diagnostics');
+const { SILENT_LOG } = require('./silent-log');
 const { messageOf } = require('../../lib/errors');
 const { hideCallerData } = require('../../lib/redact');
 const { text: { printable } } = require('../../lib/protocol');
@@ -89,16 +91,18 @@ function callOf(err) {
 /** Log lines per route: the first 10, then one every 1000, with the count. */
 const LOG_FIRST = 10;
 const LOG_EVERY = 1000;
+const BAD_ANSWER = Object.freeze({ reason: 'bad_answer' });
 
 /**
  * A gateway's record of what its handler modules did wrong, per route; it outlives reloads, so a
  * handler whose errors keep coming shows its count on /status however often it was reloaded.
- * log and metrics are optional (the warm-up runs without them).
+ * log: where they are told (SILENT_LOG where none is wanted); owner: what its diagnostics messages
+ * carry as `gateway` (diagnostics.js).
  */
 class HandlerFaults {
-  constructor({ log = null, metrics = null } = {}) {
+  constructor({ log = SILENT_LOG, owner = null } = {}) {
     this.log = log;
-    this.metrics = metrics;
+    this.owner = owner;
     this.throttle = new LogThrottle(LOG_FIRST, LOG_EVERY);
     this.routes = new Map(); // subtype -> {module, escaped, badAnswers, lastError, lastErrorAt}
   }
@@ -123,9 +127,9 @@ class HandlerFaults {
     e.escaped++;
     e.lastError = `${kind.replace('_', ' ')}: ${text}`;
     e.lastErrorAt = Date.now();
-    if (this.metrics !== null) this.metrics.handlerErrors.labels(logText(scope.subtype), kind).inc();
+    this.publish(scope, kind, err);
     const n = this.throttle.hit(`escaped ${scope.subtype}`);
-    if (n && this.log !== null) {
+    if (n) {
       this.log.error(`handler module error escaped its query (${kind.replace('_', ' ')}): ${text}; the gateway goes on`, {
         subtype: logText(scope.subtype), module: scope.file, count: n,
       });
@@ -139,14 +143,21 @@ class HandlerFaults {
     e.badAnswers++;
     e.lastError = `bad answer: ${what}, not an object`;
     e.lastErrorAt = Date.now();
-    if (this.metrics !== null) {
-      this.metrics.handlerErrors.labels(logText(scope.subtype), 'bad_answer').inc();
-      this.metrics.backendFailures.labels('bad_answer').inc(); // beside a REST body's bad_json
-    }
+    this.publish(scope, 'bad_answer', null);
+    publishFailure(this.owner, null, BAD_ANSWER); // beside a REST body's bad_json
     const n = this.throttle.hit(`bad ${scope.subtype}`);
-    if (n && this.log !== null) {
+    if (n) {
       this.log.error(`handler module answered ${what}, not an object: the router gets E_AG_HOST_ERROR1`, {
         subtype: logText(subtype), module: scope.file, invokeId, count: n,
+      });
+    }
+  }
+
+  /** An error of a handler module, for the channel's subscribers (kind: uncaught_exception, unhandled_rejection, bad_answer). */
+  publish(scope, kind, error) {
+    if (channels.handlerError.hasSubscribers) {
+      channels.handlerError.publish({
+        gateway: this.owner, route: scope.subtype, module: scope.file, kind, error,
       });
     }
   }

@@ -54,6 +54,15 @@ describe('require graph', () => {
     assert.deepEqual(cycles(graph), []);
   });
 
+  it('gateway/backend/ requires nothing from gateway/ops/: operations subscribe to the backend, never the other way round', () => {
+    const graph = requireGraph(['gateway/backend']);
+    const ops = path.join(ROOT, 'gateway', 'ops') + path.sep;
+    const upward = [...graph].flatMap(([file, deps]) => deps.filter((d) => d.startsWith(ops))
+      .map((d) => `${path.relative(ROOT, file)} -> ${path.relative(ROOT, d)}`));
+    assert.ok(graph.size > 20, `${graph.size} modules`);
+    assert.deepEqual(upward, []);
+  });
+
   it('finds a cycle when there is one (the check can fail)', () => {
     const a = path.join(ROOT, 'a.js');
     const b = path.join(ROOT, 'b.js');

@@ -23,7 +23,6 @@ const EXCEPTIONS = [
   'gateway/config/schema.js: file',
   'gateway/ops/cluster.js: file',
   "gateway/ops/cluster.js: Async function 'startCluster'",
-  'gateway/ops/metrics.js: Constructor',
   'gateway/session/router-link.js: file',
   'gateway/session/session.js: file',
 ];

@@ -19,10 +19,9 @@ const { REASON } = require('../outcome');
  */
 class Engine {
   constructor({
-    connections, maxResponseBytes, keepAliveTimeout, tls = null, onReconnect = null,
+    connections, maxResponseBytes, keepAliveTimeout, tls = null,
   }) {
     this.name = 'axios';
-    this.onReconnect = onReconnect;
     // Node's agents close a free socket after `timeout` of idleness.
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets: connections, timeout: keepAliveTimeout });
     this.httpsAgent = new https.Agent({
@@ -41,7 +40,7 @@ class Engine {
   }
 
   async request({
-    origin, path, method, headers, body, signal, idempotent = true,
+    origin, path, method, headers, body, signal, idempotent = true, observer = null,
   }) {
     // axios does not say when its agent gave the request a socket: the time on the wire is
     // counted from the start, so a request queued in the agent may count against the backend.
@@ -49,6 +48,7 @@ class Engine {
     for (let attempt = 0; ; attempt++) {
       try {
         const res = await this.client.request({ url: origin + path, method, headers, data: body, signal: asAbortSignal(signal) });
+        if (observer !== null) observer.headers(res.status); // axios gives the headers with the whole body
         const encoding = res.headers['content-encoding'];
         const undecoded = encoding === undefined ? null : codingOf(encoding);
         if (undecoded !== null) throw notDecoded(encoding, started, signal);
@@ -58,7 +58,7 @@ class Engine {
       } catch (err) {
         // A reused connection that broke before any answer: once more, as the undici engine does.
         if (attempt === 0 && idempotent && err.response === undefined && BROKEN.has(err.code) && !(signal && signal.aborted)) {
-          if (this.onReconnect !== null) this.onReconnect();
+          if (observer !== null) observer.reconnect();
           continue;
         }
         if (err instanceof EngineError) throw err;

@@ -1,13 +1,21 @@
 'use strict';
 
 // The HTTP client behind one small interface, so the gateway does not care which engine runs:
-//   engine.request({origin, path, method, headers, body, signal}) -> Promise<{status, text, retryAfter}>
-//   (retryAfter: a 429's or 503's Retry-After header, only when there is one)
+//   engine.request({origin, path, method, headers, body, signal, idempotent, group, observer})
+//     -> Promise<{status, text, retryAfter}> (retryAfter: a 429's or 503's Retry-After header,
+//        only when there is one)
 //     signal: an AbortSignal, or a query's QuerySignal (../abort.js): an engine that hands it on
-//     to a library passes asAbortSignal(signal).
+//       to a library passes asAbortSignal(signal).
+//     idempotent: false when a request whose reused connection broke must not be sent again.
+//     group: whose request it is (a router session), for a fair share of connections (undici).
+//     observer: null, or {headers(statusCode), reconnect()}: told when the status line and headers
+//       arrive, and when the request is sent again on another connection (../diagnostics.js).
 //   engine.close()
-// A failed request rejects with an Error whose `reason` is one of:
-//   'aborted' (deadline or router gone), 'too_large', 'unreachable', 'reset', 'error'.
+// A failed request rejects with an EngineError (errors.js) whose `reason` is one of outcome.js's:
+//   'aborted' (the router went away), 'deadline' (the query's), 'timeout' (a route's timeoutMs),
+//   'too_large', 'unreachable', 'reset', 'tls_error', 'error'; with `onWireMs` (how long it was
+//   on a connection, -1 when it never was), `late` (a deadline timer that fired late aborted it)
+//   and `detail` (what exactly happened, for the log).
 // Every engine decodes a compressed answer (Content-Encoding gzip, deflate, br) and applies
 // maxResponseBytes to the decoded size: text is always the answer as the backend meant it.
 
@@ -28,7 +36,7 @@ const engineOptions = (backend) => ({
   connections: backend.connections, maxResponseBytes: backend.maxResponseBytes, keepAliveTimeout: backend.keepAliveTimeoutMs,
 });
 
-/** options: engineOptions(), and tls, proxy and onReconnect where there are any. */
+/** options: engineOptions(), and tls and proxy where there are any. */
 function createEngine(name, options) {
   for (const key of ['connections', 'maxResponseBytes', 'keepAliveTimeout']) {
     if (!Number.isFinite(options[key])) throw new TypeError(`createEngine: options.${key} is missing (engineOptions(config.backend) gives it)`);

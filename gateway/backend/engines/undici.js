@@ -26,11 +26,10 @@ const { REASON } = require('../outcome');
 class Engine {
   /**
    * tls: connect options for every https origin ({ca, cert, key, servername}), or null; proxy:
-   * compiled forward-proxy settings (config/backend.js), or null; onReconnect(): a request is
-   * being sent again after its reused connection broke (metrics).
+   * compiled forward-proxy settings (config/backend.js), or null.
    */
   constructor({
-    connections, maxResponseBytes, keepAliveTimeout, tls = null, proxy = null, onReconnect = null,
+    connections, maxResponseBytes, keepAliveTimeout, tls = null, proxy = null,
   }) {
     this.name = 'undici';
     // A server's "Keep-Alive: timeout=N" is honoured less KEEP_ALIVE_MARGIN_MS, the time our
@@ -41,7 +40,6 @@ class Engine {
     this.maxResponseBytes = maxResponseBytes;
     this.tls = tls;
     this.proxy = proxy;
-    this.onReconnect = onReconnect;
     this.names = new HostNames(); // DNS with a time limit and a cache (dns.js)
     this.origins = new Map();
   }
@@ -67,9 +65,12 @@ class Engine {
     return new Origin(new Pool(proxy.origin, { ...this.options, connect: { lookup } }), { origin, host: new URL(origin).host, auth });
   }
 
-  /** group: whose request it is (a router session); waiting requests are sent round robin between groups (Origin). */
+  /**
+   * group: whose request it is (a router session); waiting requests are sent round robin between
+   * groups (Origin). observer: told of its headers and of a send again (engines/index.js), or null.
+   */
   request({
-    origin, path, method, headers, body, signal, idempotent = true, group,
+    origin, path, method, headers, body, signal, idempotent = true, group, observer = null,
   }) {
     return new Promise((resolve, reject) => {
       let o;
@@ -82,7 +83,7 @@ class Engine {
       const opts = o.absolute === null ? {
         path, method, headers, body,
       } : o.absolute.opts(path, method, headers, body);
-      const handler = new Collect(signal, resolve, reject, opts, idempotent ? o : null, this.onReconnect, group, this.maxResponseBytes);
+      const handler = new Collect(signal, resolve, reject, opts, idempotent ? o : null, observer, group, this.maxResponseBytes);
       if (signal && signal.aborted) {
         handler.onResponseError(null, signal.reason);
         return;
@@ -198,12 +199,13 @@ class Origin {
 class Collect {
   /**
    * origin: where to send it again if its connection breaks before an answer (null: never, the
-   * route is not idempotent); group: whose request it is (Origin's fair share).
+   * route is not idempotent); observer: told of the headers and of a send again, or null;
+   * group: whose request it is (Origin's fair share).
    */
-  constructor(signal, resolve, reject, opts, origin, onReconnect, group, maxBytes) {
+  constructor(signal, resolve, reject, opts, origin, observer, group, maxBytes) {
     this.opts = opts;
     this.origin = origin;
-    this.onReconnect = onReconnect;
+    this.observer = observer;
     this.signal = signal;
     this.resolve = resolve;
     this.reject = reject;
@@ -234,6 +236,7 @@ class Collect {
 
   onResponseStart(controller, statusCode, headers) {
     this.status = statusCode;
+    if (this.observer !== null) this.observer.headers(statusCode);
     if ((statusCode === 429 || statusCode === 503) && headers) this.retryAfter = headers['retry-after'];
     const encoding = headers['content-encoding'];
     if (encoding !== undefined) this.decode(controller, encoding);
@@ -285,7 +288,7 @@ class Collect {
       this.origin = null; // once
       this.controller = null;
       this.sentAt = -1;
-      if (this.onReconnect !== null) this.onReconnect();
+      if (this.observer !== null) this.observer.reconnect();
       origin.dispatch(this);
       return;
     }

@@ -1,0 +1,134 @@
+'use strict';
+
+// The channels the backend publishes on (docs/diagnostics.md lists them, with each message's
+// fields), as undici's lib/core/diagnostics.js: the backend names what happens; metrics, the
+// status history and traces subscribe from ops/. Every publisher checks `hasSubscribers` first,
+// so a channel nobody listens to costs one property read and builds no message.
+//
+// Every message carries `gateway`: the owner the gateway gave its resolver (the Gateway itself),
+// so that a subscriber keeping one gateway's figures counts only its own.
+
+const dc = require('node:diagnostics_channel');
+const { performance } = require('node:perf_hooks');
+
+const channels = Object.freeze({
+  requestStart: dc.channel('ged145:backend:request:start'),
+  requestHeaders: dc.channel('ged145:backend:request:headers'),
+  requestEnd: dc.channel('ged145:backend:request:end'),
+  requestError: dc.channel('ged145:backend:request:error'),
+  requestReconnect: dc.channel('ged145:backend:request:reconnect'),
+  failure: dc.channel('ged145:backend:failure'),
+  circuit: dc.channel('ged145:backend:circuit'),
+  token: dc.channel('ged145:backend:token'),
+  handlerError: dc.channel('ged145:backend:handler-error'),
+  cacheLookup: dc.channel('ged145:cache:lookup'),
+  cacheStoreError: dc.channel('ged145:cache:store-error'),
+});
+
+/** Whether any subscriber wants to see requests one by one: only then is a request's view made. */
+const requestsWatched = () => channels.requestStart.hasSubscribers || channels.requestHeaders.hasSubscribers
+  || channels.requestEnd.hasSubscribers || channels.requestError.hasSubscribers || channels.requestReconnect.hasSubscribers;
+
+/**
+ * What a subscriber sees of one HTTP request (`request` in the request channels' messages), made
+ * only while someone watches. sent: the engine's request, which also says whose it is: kind
+ * ('query': a query's request, or a handler module's ctx.request; 'token': an OAuth2 token
+ * request), query (null for a token request), route (the subtype whose request it is; null for a
+ * token request, or a query without a subtype), template (the route's path before its
+ * placeholders were filled; null for a handler module's ctx.request, whose path the handler made),
+ * attempt (1, then 2... for the same query's next request: the next origin, a new token after a
+ * 401) and retry (why it was sent again: null, 'failover' or 'auth'). path is the path sent, which
+ * holds caller data where the route's template has placeholders.
+ */
+class RequestView {
+  constructor(owner, sent) {
+    this.gateway = owner;
+    this.query = sent.query === undefined ? null : sent.query;
+    this.kind = sent.kind === undefined ? 'query' : sent.kind;
+    this.route = sent.route === undefined ? null : sent.route;
+    this.method = sent.method;
+    this.origin = sent.origin;
+    this.template = sent.template === undefined ? null : sent.template;
+    this.path = sent.path;
+    this.attempt = sent.attempt === undefined ? 1 : sent.attempt;
+    this.retry = sent.retry === undefined ? null : sent.retry;
+    this.sent = sent; // the engine's request: its headers are what setHeader changes
+    this.startedAt = 0;
+  }
+
+  /**
+   * Sets a header of this request before it leaves (a subscriber of request:start may call it):
+   * it replaces any header of that name, whatever its case, so that a header such as traceparent
+   * is never sent twice.
+   */
+  setHeader(name, value) {
+    const lower = String(name).toLowerCase();
+    const headers = {};
+    for (const [k, v] of Object.entries(this.sent.headers || {})) if (k.toLowerCase() !== lower) headers[k] = v;
+    headers[lower] = String(value);
+    this.sent.headers = headers; // a copy: the route's headers are shared by its requests
+  }
+
+  start() {
+    this.startedAt = performance.now();
+    if (channels.requestStart.hasSubscribers) channels.requestStart.publish({ gateway: this.gateway, query: this.query, request: this });
+  }
+
+  /** The status line and headers arrived (the engine calls it). */
+  headers(statusCode) {
+    if (channels.requestHeaders.hasSubscribers) channels.requestHeaders.publish({ gateway: this.gateway, request: this, statusCode });
+  }
+
+  /** The answer was read; result: its classification (ok, app_error, or a host_error's reason). */
+  end(statusCode, result) {
+    if (channels.requestEnd.hasSubscribers) {
+      channels.requestEnd.publish({
+        gateway: this.gateway, request: this, statusCode, ms: performance.now() - this.startedAt, result,
+      });
+    }
+  }
+
+  /** No answer (or its body failed); reason: the stable word of outcome.js (timeout, unreachable, reset, aborted...). */
+  error(error, reason) {
+    if (channels.requestError.hasSubscribers) {
+      channels.requestError.publish({
+        gateway: this.gateway, request: this, error, reason, ms: performance.now() - this.startedAt,
+      });
+    }
+  }
+
+  /** Its reused keep-alive connection broke before any answer: it is being sent again on another (the engine calls it). */
+  reconnect() {
+    if (channels.requestReconnect.hasSubscribers) channels.requestReconnect.publish({ gateway: this.gateway, request: this });
+  }
+}
+
+/** An outcome of outcome.js as a request's result: ok, app_error, or the host_error's reason. */
+const resultOf = (outcome) => (outcome.kind === 'host_error' ? outcome.reason : outcome.kind);
+
+/**
+ * Sends request through engine, shown to the request channels' subscribers while there are any:
+ * its view becomes the engine's observer (headers, a send again) and is kept on the request, for
+ * its end or error. A request sent again (the 401 retry) gets a view of its own.
+ */
+function sendWatched(engine, owner, request) {
+  if (requestsWatched()) {
+    const view = new RequestView(owner, request);
+    request.observer = view;
+    view.start();
+  } else request.observer = null;
+  return engine.request(request);
+}
+
+/** A failure the backend counts against an origin (backend_failures_total): the outcome's reason. */
+function publishFailure(owner, origin, outcome) {
+  if (channels.failure.hasSubscribers) {
+    channels.failure.publish({
+      gateway: owner, origin, reason: outcome.reason, detail: outcome.detail === undefined ? null : outcome.detail,
+    });
+  }
+}
+
+module.exports = {
+  channels, requestsWatched, RequestView, resultOf, publishFailure, sendWatched,
+};
