@@ -40,102 +40,127 @@ function overridesOf(values) {
   return out;
 }
 
+/**
+ * The gateway process around its runtime (ProcessRuntime, gateway/index.js, or ClusterPrimary,
+ * gateway/ops/cluster.js: the same five calls, gateway/ops/runtime.js): the signals, and the
+ * configuration a SIGHUP reads again. Signal handlers come before anything starts: without one, a
+ * SIGHUP during the start (an operator, logrotate) would kill the process, Node's default; a
+ * SIGTERM then waits for the start to end.
+ */
+class GatewayProcess {
+  constructor(source, config, log, { embeddedBackend }) {
+    this.source = source; // kept for SIGHUP: the same file, the environment and the same flags again
+    this.config = config;
+    this.log = log;
+    this.embeddedBackend = embeddedBackend;
+    this.sim = null;
+    this.running = null; // the runtime, once started
+    this.stopSignal = null;
+    this.reloadWaiting = false;
+    this.stopping = false;
+  }
+
+  listen() {
+    process.once('SIGTERM', () => this.stop('SIGTERM'));
+    process.once('SIGINT', () => this.stop('SIGINT'));
+    process.on('SIGHUP', () => this.reload());
+    // SIGUSR2: replace the running code without a gap in routing (gateway/ops/cluster.js).
+    process.on('SIGUSR2', () => {
+      if (this.running === null || this.stopSignal !== null) return;
+      this.running.restart().catch((err) => this.log.error(`rolling restart failed: ${err.message}`));
+    });
+  }
+
+  async stop(signal) {
+    if (this.stopSignal === null) this.stopSignal = signal;
+    if (this.running === null || this.stopping) return; // still starting: stopped as soon as it has started
+    this.stopping = true;
+    await this.running.stop(this.stopSignal);
+    if (this.sim) await this.sim.close();
+    await require('../lib/logger').closeLogger(this.log); // the file keeps its last lines: the stop, and the connection summaries written at it
+    process.exit(0);
+  }
+
+  reload() {
+    if (this.stopSignal !== null) return;
+    if (this.running === null) {
+      this.reloadWaiting = true; // applied once the start is over
+      return;
+    }
+    const { loadConfig, startProblems } = require('./config');
+    let next;
+    try {
+      next = loadConfig({ ...this.source, fresh: true }); // handler modules read from disk again
+      if (next.backend.url === null && this.sim) next.backend.url = this.sim.url;
+      // What a start would refuse (a log file that cannot be written, nothing to ask), a reload refuses too.
+      const refused = startProblems(next, { embeddedBackend: this.sim !== null });
+      if (refused.length > 0) throw new OperatorError(refused.join('; '));
+    } catch (err) {
+      this.log.error(`reload refused, the running configuration stays in force: ${err.message}`);
+      this.running.refused(err.message);
+      return;
+    }
+    // With workers the reload is asynchronous: it reports itself (gateway/ops/generations.js).
+    this.running.reload(next);
+  }
+
+  /** No backend configured: a warning, or with --embedded-backend the built-in REST simulator. */
+  async backendOrSimulator() {
+    const { config, log } = this;
+    if (config.backend.url !== null) return;
+    if (!this.embeddedBackend) {
+      const own = [...config.compiledRoutes].filter(([, r]) => r.kind !== 'contract').map(([subtype]) => subtype);
+      log.warn(`backend.url is not set: only subtypes ${own.join(', ')} have a backend; the router gets E_AG_HOST_ERROR1 for any other`);
+      return;
+    }
+    const { startRestSim } = require('../rest-sim/server'); // only here: production never loads the simulator
+    this.sim = await startRestSim({ port: 0, host: '127.0.0.1' });
+    config.backend.url = this.sim.url;
+    log.warn(`no backend configured: serving from the built-in REST simulator at ${this.sim.url}; `
+      + 'its answers are test data (set --backend URL or backend.url for a real backend)');
+  }
+
+  async start(readyJson) {
+    const { config, log } = this;
+    await this.backendOrSimulator();
+    // Socket activation (ged145.socket): the router port is the socket systemd passed, not host and port.
+    const inherited = require('./ops/listen-fds').inheritedSocket();
+    const options = { log, listenFd: inherited === null ? null : inherited.fd };
+    this.running = config.workers > 1
+      ? await require('./ops/cluster').startCluster(config, options) : await require('./index').startGateway(config, options);
+    if (this.stopSignal !== null) {
+      await this.stop(this.stopSignal);
+      return;
+    }
+    if (readyJson) {
+      require('../lib/child').announceReady({
+        ready: 'gateway', host: config.host, port: this.running.port, adminPort: this.running.adminPort, workers: config.workers, backend: config.backend.url,
+      });
+    }
+    if (this.sim) {
+      const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+      log.info(`next, in another terminal: npx ged145 router --host ${host} --port ${this.running.port} --rate 200 --duration 5`);
+    }
+    if (this.reloadWaiting) this.reload();
+  }
+}
+
 async function main(values) {
   holdYoungGeneration(); // before the gateway's modules load (lib/heap.js)
   const { loadConfig, startProblems } = require('./config');
-  const { createLogger, closeLogger } = require('../lib/logger');
-  // Kept for SIGHUP: a reload reads the same file, the environment and the same flags again.
-  const source = {
-    file: values.config,
-    overrides: overridesOf(values),
-  };
+  const { createLogger } = require('../lib/logger');
+  const source = { file: values.config, overrides: overridesOf(values) };
   const config = loadConfig(source);
-  const refused = startProblems(config, { embeddedBackend: Boolean(values['embedded-backend']) });
+  const embeddedBackend = Boolean(values['embedded-backend']);
+  const refused = startProblems(config, { embeddedBackend });
   if (refused.length > 0) throw new OperatorError(refused.join('\n'));
   applyMemorySettings(config.memory);
   const log = createLogger({ component: 'gateway', ...config.log });
   // A handler module's escaped error costs its route a log line, never the process (ops/process-guard.js).
   require('./ops/process-guard').guardProcess(log);
-  // Signal handlers before anything starts: without one, a SIGHUP during the start (an operator,
-  // logrotate) would kill the process, Node's default; a SIGTERM then waits for the start to end.
-  let sim = null;
-  let running = null;
-  let stopSignal = null;
-  let reloadWaiting = false;
-  let stopping = false;
-  const stop = async (signal) => {
-    if (stopSignal === null) stopSignal = signal;
-    if (running === null || stopping) return; // still starting: stopped as soon as it has started
-    stopping = true;
-    await running.stop(stopSignal);
-    if (sim) await sim.close();
-    await closeLogger(log); // the file keeps its last lines: the stop, and the connection summaries written at it
-    process.exit(0);
-  };
-  const reload = () => {
-    if (stopSignal !== null) return;
-    if (running === null) {
-      reloadWaiting = true; // applied once the start is over
-      return;
-    }
-    let next;
-    try {
-      next = loadConfig({ ...source, fresh: true }); // handler modules read from disk again
-      if (next.backend.url === null && sim) next.backend.url = sim.url;
-      // What a start would refuse (a log file that cannot be written, nothing to ask), a reload refuses too.
-      const refused = startProblems(next, { embeddedBackend: sim !== null });
-      if (refused.length > 0) throw new OperatorError(refused.join('; '));
-    } catch (err) {
-      log.error(`reload refused, the running configuration stays in force: ${err.message}`);
-      running.reloadRefused(err.message);
-      return;
-    }
-    // With workers the reload is asynchronous: it reports itself (gateway/ops/generations.js).
-    Promise.resolve(running.reload(next)).catch((err) => log.error(`reload failed: ${err.message}`));
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.on('SIGHUP', reload);
-  // SIGUSR2: replace the running code without a gap in routing (gateway/ops/cluster.js).
-  process.on('SIGUSR2', () => {
-    if (running === null || stopSignal !== null) return;
-    if (running.restartWorkers) {
-      running.restartWorkers().catch((err) => log.error(`rolling restart failed: ${err.message}`));
-      return;
-    }
-    log.warn('SIGUSR2 asks for a rolling restart, which needs --workers 2 or more (the primary keeps the port while workers are replaced); '
-      + 'this gateway is one process: restart it (with ged145.socket, a router waits in the socket\'s backlog meanwhile), '
-      + 'or restart router sides A and B on their two hosts one at a time (docs/deploy.md)');
-  });
-  if (config.backend.url === null && !values['embedded-backend']) {
-    const own = [...config.compiledRoutes].filter(([, r]) => r.kind !== 'contract').map(([subtype]) => subtype);
-    log.warn(`backend.url is not set: only subtypes ${own.join(', ')} have a backend; the router gets E_AG_HOST_ERROR1 for any other`);
-  } else if (config.backend.url === null) {
-    const { startRestSim } = require('../rest-sim/server'); // only here: production never loads the simulator
-    sim = await startRestSim({ port: 0, host: '127.0.0.1' });
-    config.backend.url = sim.url;
-    log.warn(`no backend configured: serving from the built-in REST simulator at ${sim.url}; `
-      + 'its answers are test data (set --backend URL or backend.url for a real backend)');
-  }
-  // Socket activation (ged145.socket): the router port is the socket systemd passed, not host and port.
-  const inherited = require('./ops/listen-fds').inheritedSocket();
-  const listenFd = inherited === null ? null : inherited.fd;
-  running = config.workers > 1
-    ? await require('./ops/cluster').startCluster(config, { log, listenFd }) : await require('./index').startGateway(config, { log, listenFd });
-  if (stopSignal !== null) {
-    await stop(stopSignal);
-    return;
-  }
-  if (values['ready-json']) {
-    require('../lib/child').announceReady({
-      ready: 'gateway', host: config.host, port: running.port, adminPort: running.adminPort, workers: config.workers, backend: config.backend.url,
-    });
-  }
-  if (sim) {
-    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-    log.info(`next, in another terminal: npx ged145 router --host ${host} --port ${running.port} --rate 200 --duration 5`);
-  }
-  if (reloadWaiting) reload();
+  const gatewayProcess = new GatewayProcess(source, config, log, { embeddedBackend });
+  gatewayProcess.listen();
+  await gatewayProcess.start(values['ready-json']);
 }
 
 module.exports = { summary, usage, options, main };

@@ -1,55 +1,107 @@
 'use strict';
 
-// startGateway(config): the gateway with its admin port, in this process (gateway/ops/cluster.js runs
-// several of them as worker processes).
+// A gateway in this process: openGateway(), the start sequence every gateway process runs (this
+// one, and each worker of a cluster: gateway/ops/cluster-worker.js), and ProcessRuntime, the
+// runtime of a gateway that is one process (gateway/ops/runtime.js has the shape it shares with
+// the cluster's primary, gateway/ops/cluster.js).
 
 const { Gateway } = require('./server');
-const { startAdmin } = require('./ops/admin');
+const { Runtime } = require('./ops/runtime');
 const { createLogger } = require('../lib/logger');
 const { listenError } = require('../lib/errors');
 const warmup = require('./ops/warmup');
 const { startTracing } = require('./ops/telemetry');
 
-/** listenFd: a listening socket the service manager passed (gateway/ops/listen-fds.js), used instead of host and port. */
-async function startGateway(config, { log, listenFd = null } = {}) {
-  const logger = log || createLogger({ component: 'gateway', ...config.log });
-  const gateway = new Gateway(config, { log: logger });
+/**
+ * The start sequence: the gateway, its warm-up, its traces, its GED-145 listener (on the fd the
+ * service manager passed, or host and port). Resolves {gateway, close(reason)}: close drains the
+ * gateway, then exports the last spans. A failed listen is an OperatorError naming the address,
+ * with nothing left open.
+ */
+async function openGateway(config, { log, listenFd = null }) {
+  const gateway = new Gateway(config, { log });
   if (config.warmup) warmup.register(gateway);
-  const tracing = startTracing(gateway, config, { log: logger }); // null when off: the SDK is not loaded
+  const tracing = startTracing(gateway, config, { log }); // null when off: the SDK is not loaded
+  const stopTracing = () => (tracing ? tracing.stop() : undefined);
   try {
     await gateway.listen({ fd: listenFd });
   } catch (err) {
     await gateway.resolver.close();
-    if (tracing) await tracing.stop();
+    await stopTracing();
     throw listenError(err, config.host, config.port);
-  }
-  let admin = null;
-  try {
-    admin = await startAdmin(config.admin, logger, {
-      health: () => ({ backend: gateway.resolver.toJSON() }),
-      notReady: () => (gateway.draining ? 'draining' : gateway.resolver.backend.notReady()),
-      sessions: () => gateway.toJSON(),
-      metrics: () => gateway.metrics.text(),
-      contentType: gateway.metrics.registry.contentType,
-      status: () => gateway.status(),
-    });
-  } catch (err) {
-    await gateway.shutdown('admin port failed');
-    if (tracing) await tracing.stop();
-    throw err;
   }
   return {
     gateway,
-    reload: (next) => gateway.reload(next),
-    reloadRefused: (message) => gateway.reloadRefused(message),
-    port: gateway.port,
-    adminPort: admin === null ? null : admin.port,
-    async stop(reason) {
+    async close(reason) {
       await gateway.shutdown(reason);
-      if (tracing) await tracing.stop(); // the last spans, after the last queries
-      if (admin !== null) await admin.close();
+      await stopTracing(); // the last spans, after the last queries
     },
   };
 }
 
-module.exports = { startGateway };
+/** One process: one gateway, its admin port beside it. */
+class ProcessRuntime extends Runtime {
+  constructor(config, { log, listenFd = null } = {}) {
+    super(config, { log: log || createLogger({ component: 'gateway', ...config.log }), listenFd });
+    this.gateway = null;
+    this.opened = null;
+  }
+
+  async open() {
+    this.opened = await openGateway(this.config, { log: this.log, listenFd: this.listenFd });
+    this.gateway = this.opened.gateway;
+    this.port = this.gateway.port;
+  }
+
+  /** The gateway applies it (server.js reload()) and keeps how it went. */
+  async apply(next) {
+    this.gateway.reload(next);
+    return this.gateway.lastReload;
+  }
+
+  refused(message) {
+    this.gateway.reloadRefused(message);
+  }
+
+  /** There is no rolling restart without workers: the operator is told what to do instead. */
+  async restart() {
+    this.log.warn('SIGUSR2 asks for a rolling restart, which needs --workers 2 or more (the primary keeps the port while workers are replaced); '
+      + 'this gateway is one process: restart it (with ged145.socket, a router waits in the socket\'s backlog meanwhile), '
+      + 'or restart router sides A and B on their two hosts one at a time (docs/deploy.md)');
+  }
+
+  snapshot() {
+    return this.gateway.status();
+  }
+
+  health() {
+    return { backend: this.gateway.resolver.toJSON() };
+  }
+
+  notReady() {
+    return this.gateway.draining ? 'draining' : this.gateway.resolver.backend.notReady();
+  }
+
+  sessions() {
+    return this.gateway.toJSON();
+  }
+
+  metrics() {
+    return this.gateway.metrics.text();
+  }
+
+  get contentType() {
+    return this.gateway.metrics.registry.contentType;
+  }
+
+  close(reason) {
+    return this.opened.close(reason);
+  }
+}
+
+/** startGateway(config, {log, listenFd}): a started ProcessRuntime ({gateway, port, adminPort, reload, stop...}). */
+function startGateway(config, options) {
+  return new ProcessRuntime(config, options).start();
+}
+
+module.exports = { startGateway, openGateway, ProcessRuntime };

@@ -14,7 +14,7 @@ const { Metrics } = require('./ops/metrics');
 const { watchBackend } = require('./ops/backend-metrics');
 const { RecentLines, ProcessStatus } = require('./ops/status');
 const { HandlerFaults } = require('./backend/user-code');
-const { restartNeeded } = require('./config/restart');
+const { holdRestartSettings } = require('./config/restart');
 const { createLogger, applyLogSettings } = require('../lib/logger');
 const { PendingHandshakes } = require('./tls-handshakes');
 
@@ -256,9 +256,8 @@ class Gateway extends SessionHost {
    */
   reload(config) {
     const old = this.config;
-    const needRestart = restartNeeded(old, config);
     // The wire numbering stays as the sessions opened with it, the listener as it was made, until a restart.
-    for (const k of needRestart) config[k] = old[k];
+    const needRestart = holdRestartSettings(old, config);
     applyLogSettings(this.log, config.log); // first: a log file that cannot be opened throws before anything changed
     if (this.tls && !needRestart.includes('tls')) applyListenerTls(this.server, config);
     const oldResolver = this.resolver;

@@ -19,13 +19,16 @@ function restartNeeded(running, next) {
 }
 
 /**
- * next as a running gateway takes it: what needs a restart keeps the running value (a listener
- * made for plain TCP stays plain, whatever the files say now). Returns a shallow copy.
+ * The reload's restart diff, applied: the settings of `next` that need a restart take the values of
+ * `running`, in place (a compiled configuration keeps its compiled parts). Returns their keys. A
+ * single process (server.js) and a cluster's primary (ops/cluster.js) both reload through it.
  */
-function asRunning(running, next, keys = restartNeeded(running, next)) {
-  const out = { ...next };
-  for (const k of keys) out[k] = running[k];
-  return out;
+function holdRestartSettings(running, next) {
+  const keys = restartNeeded(running, next);
+  for (const k of keys) next[k] = running[k];
+  return keys;
 }
 
-module.exports = { RESTART_KEYS, restartNeeded, asRunning };
+module.exports = {
+  RESTART_KEYS, restartNeeded, holdRestartSettings,
+};

@@ -12,7 +12,8 @@ holdYoungGeneration(); // before the gateway's modules load (lib/heap.js)
 process.on('SIGINT', () => {});
 process.on('SIGHUP', () => {});
 process.on('SIGUSR2', () => {}); // a rolling restart is the primary's; `systemctl kill` may send it to every process
-const { runWorker, FAILED } = require('./cluster');
+const { runWorker } = require('./cluster-worker');
+const { FAILED } = require('./ipc');
 const { compileConfig } = require('../config');
 
 const settings = JSON.parse(process.env.GED145_WORKER_CONFIG);
@@ -21,7 +22,11 @@ const settings = JSON.parse(process.env.GED145_WORKER_CONFIG);
 const config = compileConfig(settings, { baseDir: settings.baseDir, env: process.env });
 
 applyMemorySettings(config.memory);
-runWorker(config).catch((err) => {
+runWorker(config, {
+  // Socket activation: a worker listening on the fd number of the primary's socket gets a share of it through node:cluster.
+  listenFd: process.env.GED145_LISTEN_FD ? Number(process.env.GED145_LISTEN_FD) : null,
+  generation: Number(process.env.GED145_WORKER_GENERATION || 0),
+}).catch((err) => {
   // The primary says it, once, for the whole gateway (gateway/ops/cluster.js).
   process.send({ type: FAILED, message: err.message }, () => process.exit(1));
 });

@@ -1,0 +1,165 @@
+'use strict';
+
+// A cluster worker (gateway/ops/worker.js is its entry point): a gateway started through the same
+// sequence as one process (openGateway, gateway/index.js), without an admin port of its own; it
+// answers the primary's questions (gateway/ops/ipc.js) through one handler table, QUESTIONS.
+
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+const { openGateway } = require('../index');
+const { compileConfig } = require('../config');
+const { createLogger, closeLogger } = require('../../lib/logger');
+const { guardProcess } = require('./process-guard');
+const { ASK, READY, ANSWER } = require('./ipc');
+
+/** A hash of what the entry files of the settings' handler modules hold now (what they require is not looked at). */
+function handlerFiles(settings) {
+  const hash = crypto.createHash('sha256');
+  for (const route of Object.values(settings.routes || {})) {
+    if (typeof route.module !== 'string') continue;
+    try {
+      hash.update(fs.readFileSync(path.resolve(settings.baseDir, route.module)));
+    } catch (err) {
+      hash.update(`unreadable: ${err.code}`);
+    }
+    hash.update('\0');
+  }
+  return hash.digest('hex');
+}
+
+/** A worker's side of a reload: the generation it runs, and the one it has compiled and keeps aside. */
+class WorkerReloads {
+  constructor(gateway, log, generation) {
+    this.gateway = gateway;
+    this.log = log;
+    this.generation = generation;
+    this.prepared = null; // {generation, config}
+  }
+
+  compile(msg) {
+    return compileConfig(msg.settings, { baseDir: msg.settings.baseDir, env: process.env, fresh: true });
+  }
+
+  /** A prepare that fails is asked again by the primary, which says how the reload ends: a warning here. */
+  refused(msg, err, level = 'error') {
+    this.log[level](`reload refused (generation ${msg.generation}), generation ${this.generation} stays in force here: ${err.message}`);
+    return { ok: false, error: err.message };
+  }
+
+  /**
+   * Compiles a generation's settings (handler modules read afresh) and keeps them until commit or
+   * abort; answers with a hash of the handler files, read before and after they were loaded, so
+   * that the primary knows every worker loaded the same ones (gateway/ops/generations.js).
+   */
+  prepare(msg) {
+    this.prepared = null;
+    try {
+      const before = handlerFiles(msg.settings);
+      const config = this.compile(msg);
+      const handlers = handlerFiles(msg.settings);
+      if (handlers !== before) throw new Error('a handler file changed while it was loaded (was it being written?)');
+      this.prepared = { generation: msg.generation, config };
+      return { ok: true, handlers };
+    } catch (err) {
+      return this.refused(msg, err, 'warn');
+    }
+  }
+
+  commit(msg) {
+    const p = this.prepared;
+    this.prepared = null;
+    if (p === null || p.generation !== msg.generation) return { ok: false, error: `generation ${msg.generation} was not prepared here` };
+    return this.apply(msg, p.config);
+  }
+
+  abort() {
+    this.prepared = null;
+    return { ok: true };
+  }
+
+  /** Both steps at once: a worker brought to the running generation (it started on an older one). */
+  reload(msg) {
+    try {
+      return this.apply(msg, this.compile(msg));
+    } catch (err) {
+      return this.refused(msg, err);
+    }
+  }
+
+  apply(msg, config) {
+    try {
+      this.gateway.reload(config);
+    } catch (err) {
+      return this.refused(msg, err);
+    }
+    this.generation = msg.generation;
+    return { ok: true, generation: this.generation };
+  }
+}
+
+/**
+ * What a worker answers, by the question's `what`: handler(worker, msg) returns the answer (or a
+ * promise of it); undefined sends none. A `what` not in the table is not answered (the primary's
+ * question times out, as for a worker that is stuck).
+ */
+const QUESTIONS = {
+  metrics: (w) => w.gateway.metrics.registry.getMetricsAsJSON(),
+  health: (w) => ({ pid: process.pid, backend: w.gateway.resolver.toJSON() }),
+  status: (w) => w.gateway.status(),
+  sessions: (w) => w.gateway.toJSON().map((s) => ({ ...s, pid: process.pid })),
+  shutdown: (w) => { w.stop('primary asked'); },
+  prepare: (w, msg) => w.reloads.prepare(msg),
+  commit: (w, msg) => w.reloads.commit(msg),
+  abort: (w, msg) => w.reloads.abort(msg),
+  reload: (w, msg) => w.reloads.reload(msg),
+};
+
+/** The worker process: its gateway, its reloads, and the table it answers the primary from. */
+class Worker {
+  constructor({ gateway, close }, log, generation, { send = (m) => process.send(m), exit = (code) => process.exit(code) } = {}) {
+    this.gateway = gateway;
+    this.close = close; // drains the gateway, then exports its last spans
+    this.log = log;
+    this.reloads = new WorkerReloads(gateway, log, generation);
+    this.send = send;
+    this.exit = exit;
+    this.stopping = null;
+  }
+
+  /** One message from the primary, dispatched through QUESTIONS. */
+  async onMessage(msg) {
+    if (!msg || msg.type !== ASK || !Object.hasOwn(QUESTIONS, msg.what)) return;
+    const data = await QUESTIONS[msg.what](this, msg);
+    if (msg.id !== 0 && data !== undefined) this.send({ type: ANSWER, id: msg.id, data });
+  }
+
+  /** The log file keeps the last lines (the stop, the connection summaries written at it). */
+  stop(reason) {
+    if (this.stopping === null) {
+      this.stopping = this.close(reason).then(() => closeLogger(this.log)).then(() => this.exit(0));
+    }
+    return this.stopping;
+  }
+}
+
+/** Worker side: started as a single process starts, minus the admin port; says READY to the primary. */
+async function runWorker(config, { listenFd = null, generation = 0 } = {}) {
+  const log = createLogger({ component: `gateway[${process.pid}]`, ...config.log });
+  guardProcess(log); // a handler's escaped error costs its route a log line, never this worker
+  const opened = await openGateway(config, { log, listenFd }); // each worker exports its own spans
+  // The generation this worker was started with: the primary sends the running one if it is newer.
+  const worker = new Worker(opened, log, generation);
+  process.send({
+    type: READY, port: opened.gateway.port, generation, version: require('../../package.json').version,
+  });
+  process.on('message', (msg) => {
+    worker.onMessage(msg).catch((err) => log.error(`answering the primary (${msg.what}): ${err.message}`));
+  });
+  process.once('SIGTERM', () => worker.stop('signal'));
+  return worker;
+}
+
+module.exports = {
+  runWorker, Worker, WorkerReloads, QUESTIONS,
+};

@@ -1,0 +1,66 @@
+'use strict';
+
+// What a cluster's primary (gateway/ops/cluster.js) and its workers (gateway/ops/cluster-worker.js)
+// say to each other over node:cluster's IPC channel, and the primary's questions waiting for their
+// answers.
+//
+// Worker -> primary: READY {port, generation, version} (its GED-145 listener is up), FAILED
+// {message} (it could not start; it exits next), ANSWER {id, data}. Primary -> worker: ASK
+// {what, id, ...}; id 0 wants no answer. The `what`s a worker answers are its handler table
+// (QUESTIONS in cluster-worker.js).
+
+const ASK = 'ged145:ask';
+const READY = 'ged145:ready';
+const ANSWER = 'ged145:answer';
+const FAILED = 'ged145:failed';
+const ASK_TIMEOUT_MS = 2000;
+
+/** The primary's questions to its workers, each waiting for the ANSWER with its id, or its timeout. */
+class Questions {
+  constructor() {
+    this.nextId = 1;
+    this.pending = new Map(); // id -> {worker, resolve, timer}
+  }
+
+  /** Asks worker w; resolves with its answer, or undefined when it did not answer within timeoutMs. */
+  ask(w, what, payload = {}, timeoutMs = ASK_TIMEOUT_MS) {
+    return new Promise((resolve) => {
+      const id = this.nextId++;
+      const timer = setTimeout(() => this.settle(id, undefined), timeoutMs);
+      timer.unref();
+      this.pending.set(id, { worker: w, resolve, timer });
+      try {
+        w.send({ ...payload, type: ASK, what, id });
+      } catch {
+        // a worker that is exiting: no answer, its timeout settles it
+      }
+    });
+  }
+
+  /** Tells worker w something that wants no answer (id 0). */
+  tell(w, what, payload = {}) {
+    try {
+      w.send({ ...payload, type: ASK, what, id: 0 });
+    } catch {
+      // a worker that is exiting
+    }
+  }
+
+  /** An ANSWER came from worker w: the question it answers is settled (an answer from another worker is not taken). */
+  answered(w, msg) {
+    const p = this.pending.get(msg.id);
+    if (p !== undefined && p.worker === w) this.settle(msg.id, msg.data);
+  }
+
+  settle(id, data) {
+    const p = this.pending.get(id);
+    if (p === undefined) return;
+    this.pending.delete(id);
+    clearTimeout(p.timer);
+    p.resolve(data);
+  }
+}
+
+module.exports = {
+  ASK, READY, ANSWER, FAILED, ASK_TIMEOUT_MS, Questions,
+};

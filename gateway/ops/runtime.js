@@ -1,0 +1,70 @@
+'use strict';
+
+// The one shape of a running gateway, whether it is one process (gateway/index.js, ProcessRuntime)
+// or a cluster's primary with its workers (gateway/ops/cluster.js, ClusterPrimary):
+//
+//   start()          listens for routers, then opens the admin port; resolves the runtime
+//   reload(next)     SIGHUP: a validated configuration takes over; resolves with lastReload
+//   refused(message) SIGHUP whose file did not validate: nothing changes, /status says why
+//   restart()        SIGUSR2: a rolling restart (only a cluster has one; one process says so)
+//   snapshot()       what /status shows
+//   stop(reason)     SIGTERM: drains, closes the admin port
+//
+// The admin port (/status, /health, /ready, /sessions, /metrics) is wired here, once, against
+// that shape; a subclass says how it answers each (open, close, apply, health, notReady,
+// sessions, metrics, contentType).
+
+const { startAdmin } = require('./admin');
+
+class Runtime {
+  /** listenFd: a listening socket the service manager passed (ops/listen-fds.js), used instead of host and port. */
+  constructor(config, { log, listenFd = null }) {
+    this.config = config;
+    this.log = log;
+    this.listenFd = listenFd;
+    this.port = null; // the GED-145 port, once listening
+    this.admin = null;
+  }
+
+  get adminPort() {
+    return this.admin === null ? null : this.admin.port;
+  }
+
+  async start() {
+    await this.open();
+    try {
+      this.admin = await startAdmin(this.config.admin, this.log, {
+        status: () => this.snapshot(),
+        health: () => this.health(),
+        notReady: () => this.notReady(),
+        sessions: () => this.sessions(),
+        metrics: () => this.metrics(),
+        contentType: this.contentType,
+      });
+    } catch (err) {
+      await this.close('admin port failed');
+      throw err;
+    }
+    return this;
+  }
+
+  /**
+   * A validated configuration takes over (restart settings held: config/restart.js). A reload
+   * that fails (a log file that cannot be opened) leaves the running one in force and is logged.
+   */
+  async reload(next) {
+    try {
+      return await this.apply(next);
+    } catch (err) {
+      this.log.error(`reload failed: ${err.message}`);
+      return null;
+    }
+  }
+
+  async stop(reason) {
+    await this.close(reason);
+    if (this.admin !== null) await this.admin.close();
+  }
+}
+
+module.exports = { Runtime };
