@@ -48,9 +48,8 @@ function overridesOf(values) {
  * SIGTERM then waits for the start to end.
  */
 class GatewayProcess {
-  constructor(source, config, log, { embeddedBackend }) {
+  constructor(source, log, { embeddedBackend }) {
     this.source = source; // kept for SIGHUP: the same file, the environment and the same flags again
-    this.config = config;
     this.log = log;
     this.embeddedBackend = embeddedBackend;
     this.sim = null;
@@ -105,8 +104,8 @@ class GatewayProcess {
   }
 
   /** No backend configured: a warning, or with --embedded-backend the built-in REST simulator. */
-  async backendOrSimulator() {
-    const { config, log } = this;
+  async backendOrSimulator(config) {
+    const { log } = this;
     if (config.backend.url !== null) return;
     if (!this.embeddedBackend) {
       const own = [...config.compiledRoutes].filter(([, r]) => r.kind !== 'contract').map(([subtype]) => subtype);
@@ -120,9 +119,10 @@ class GatewayProcess {
       + 'its answers are test data (set --backend URL or backend.url for a real backend)');
   }
 
-  async start(readyJson) {
-    const { config, log } = this;
-    await this.backendOrSimulator();
+  /** config is not kept: the runtime has the running one (a reload replaces it and its handler modules). */
+  async start(config, readyJson) {
+    const { log } = this;
+    await this.backendOrSimulator(config);
     // Socket activation (ged145.socket): the router port is the socket systemd passed, not host and port.
     const inherited = require('./ops/listen-fds').inheritedSocket();
     const options = { log, listenFd: inherited === null ? null : inherited.fd };
@@ -158,9 +158,9 @@ async function main(values) {
   const log = createLogger({ component: 'gateway', ...config.log });
   // A handler module's escaped error costs its route a log line, never the process (ops/process-guard.js).
   require('./ops/process-guard').guardProcess(log);
-  const gatewayProcess = new GatewayProcess(source, config, log, { embeddedBackend });
+  const gatewayProcess = new GatewayProcess(source, log, { embeddedBackend });
   gatewayProcess.listen();
-  await gatewayProcess.start(values['ready-json']);
+  await gatewayProcess.start(config, values['ready-json']);
 }
 
 module.exports = { summary, usage, options, main };

@@ -48,7 +48,11 @@ class ProcessRuntime extends Runtime {
   }
 
   async open() {
-    this.opened = await openGateway(this.config, { log: this.log, listenFd: this.listenFd });
+    const { config } = this;
+    // From now on the gateway's configuration is the running one: the first one, kept here, would
+    // keep the handler modules it loaded after every reload replaced them.
+    this.config = null;
+    this.opened = await openGateway(config, { log: this.log, listenFd: this.listenFd });
     this.gateway = this.opened.gateway;
     this.port = this.gateway.port;
   }

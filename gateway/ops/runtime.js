@@ -31,9 +31,10 @@ class Runtime {
   }
 
   async start() {
+    const { admin } = this.config; // a restart setting: what it is at the start it stays
     await this.open();
     try {
-      this.admin = await startAdmin(this.config.admin, this.log, {
+      this.admin = await startAdmin(admin, this.log, {
         status: () => this.snapshot(),
         health: () => this.health(),
         notReady: () => this.notReady(),
