@@ -383,7 +383,7 @@ function pendingHandshakes(gateway) {
 }
 
 /**
- * A reload's TLS files (read and checked by compileConfig, config/backend.js) for the handshakes
+ * A reload's TLS files (read and checked by the config's compile, config/backend.js) for the handshakes
  * from now on: tls.Server#setSecureContext, as nginx does on reload. An open session keeps the
  * certificate it was made with; requestCert stays as the listener was made (tls.ca on or off needs a restart).
  */

@@ -33,8 +33,8 @@ class QueryResolver extends Dispatcher {
     super();
     this.owner = owner;
     this.routes = config.compiledRoutes;
-    const availability = config.availability || { fallback: null, cache: null };
-    this.top = { fallback: availability.fallback, cache: availability.cache, cacheScope: availability.cacheScope ?? null };
+    const { availability } = config;
+    this.top = { fallback: availability.fallback, cache: availability.cache, cacheScope: availability.cacheScope };
     // One cache for the process; its size and store come from the top level, or the first route that has one.
     const first = availability.cache || [...this.routes.values()].map((r) => r.cache).find(Boolean);
     const fallback = availability.fallback || [...this.routes.values()].some((r) => r.fallback);

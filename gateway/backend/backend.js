@@ -88,7 +88,7 @@ class Backend {
       log, instead, previous: previous === null ? null : previous.health, keeps: (origin) => called.has(origin),
     });
     this.baseHeaders = { ...JSON_HEADERS, ...runtime.headers };
-    const availability = config.availability || { breaker: { enabled: false }, retry: { enabled: false, minRemainingMs: 0 } };
+    const { availability } = config;
     this.retry = availability.retry;
     // One circuit per route per origin; a route's breaker settings are its own (null: off for it).
     const routes = this.routes;

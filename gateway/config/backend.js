@@ -6,7 +6,7 @@
 // values that name environment variables, and the forward proxy (backend.proxy, else the
 // HTTPS_PROXY/HTTP_PROXY/NO_PROXY environment, as curl reads it). A start and `ged145 config
 // check` both run this, so a missing file or unset variable is the same one line in both.
-// Secrets live in private fields: they reach no log line, /status, /metrics or JSON.
+// Secrets print as [redacted] (secrets.js) or live in private fields: they reach no log line, /status, /metrics or JSON.
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -14,6 +14,7 @@ const path = require('node:path');
 const tls = require('node:tls');
 const { ConfigError, OperatorError } = require('../../lib/errors');
 const { readRegularFile } = require('../../lib/files');
+const { SecretHeaders, ProxySettings, redactedBytes } = require('./secrets');
 
 const MAX_PEM_BYTES = 1024 * 1024;
 const MAX_SECRET_BYTES = 64 * 1024;
@@ -60,7 +61,7 @@ function checkPair(pem, what, files) {
  */
 function compileListenerTls(t) {
   if (t.cert === null) return null;
-  const pem = { cert: readPem(t.cert, 'tls.cert'), key: readPem(t.key, 'tls.key') };
+  const pem = { cert: readPem(t.cert, 'tls.cert'), key: redactedBytes(readPem(t.key, 'tls.key')) };
   if (t.ca !== null) pem.ca = readPem(t.ca, 'tls.ca');
   checkPair({ cert: pem.cert, key: pem.key }, 'tls', t);
   return pem;
@@ -123,7 +124,7 @@ function resolveHeaders(headers, where, env, { files = null, baseDir = '.' } = {
     if (Object.hasOwn(out, name.toLowerCase())) throw new ConfigError(`${filesWhere}.${name}: the header is in ${where} too; give it once`);
     out[name.toLowerCase()] = readSecretFile(file, `${filesWhere}.${name}`, { baseDir, env });
   }
-  return out;
+  return new SecretHeaders(out);
 }
 
 /**
@@ -244,9 +245,9 @@ function compileProxy(setting, env) {
     if (url !== null && !/^https?:\/\/[^/?#]+\/?$/.test(url)) throw new ConfigError(`${where} must be an http://host:port proxy URL, not ${JSON.stringify(url)}`);
   }
   const noProxy = (pick('no_proxy', 'NO_PROXY') || '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
-  return {
+  return new ProxySettings({
     forHttps, forHttp, noProxy, from: setting ? 'backend.proxy' : 'environment',
-  };
+  });
 }
 
 module.exports = {

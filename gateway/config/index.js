@@ -23,6 +23,7 @@ const {
   SCHEMA, defaultsOf, leaves, publicSchema,
 } = require('./schema');
 const { schemaProblems } = require('./validate');
+const { CompiledConfig } = require('./compiled');
 
 const DEFAULTS = Object.freeze(defaultsOf(SCHEMA));
 
@@ -79,9 +80,10 @@ function setPath(obj, dotted, value) {
 /**
  * Every problem of the layered config c, one line each ([] when it can be used): the schema's
  * first, then, when the types are right, what a schema cannot say. sources: dotted key ->
- * "GED145_PORT=70000", for values the environment set.
+ * "GED145_PORT=70000", for values the environment set. parts: what the checks compiled (the
+ * allowlist, the cache and breaker settings) is put there, for compile() to take as it is.
  */
-function problemsOf(c, sources = {}) {
+function problemsOf(c, sources = {}, parts = {}) {
   const problems = schemaProblems(c, sources);
   if (problems.length > 0) return problems;
   const check = (cond, key, what) => {
@@ -117,7 +119,7 @@ function problemsOf(c, sources = {}) {
     check(!/[?#]/.test(url), 'backend.url',
       'must not have a query string or fragment: the default contract POSTs to {backend.url}/query/{subtype} (use a route for anything else)');
   }
-  attempt(() => compileAllowlist(c.allowlist), 'allowlist entry ');
+  attempt(() => { parts.allowlist = compileAllowlist(c.allowlist); }, 'allowlist entry ');
   check(isBindAddress(c.admin.host), 'admin.host',
     `must be the address to serve /sessions and /metrics on (127.0.0.1, an internal address), not ${JSON.stringify(c.admin.host)}`);
   check((c.tls.cert === null) === (c.tls.key === null), 'tls', 'needs both cert and key');
@@ -130,31 +132,42 @@ function problemsOf(c, sources = {}) {
   }
   check(c.backend.proxy === null || c.backend.engine === 'undici', 'backend.proxy',
     'needs engine undici (the default): the axios engine reaches backends directly');
-  attempt(() => compileCache(c.cache));
-  attempt(() => compileBreaker(c.breaker));
+  attempt(() => { parts.cache = compileCache(c.cache); });
+  attempt(() => { parts.breaker = compileBreaker(c.breaker); });
   return problems;
 }
 
-/** Throws a ConfigError listing every problem of c; returns c when there is none. */
+/** Throws a ConfigError listing every problem of c; returns what the checks compiled when there is none. */
 function validate(c, sources) {
-  const problems = problemsOf(c, sources);
+  const parts = {};
+  const problems = problemsOf(c, sources, parts);
   if (problems.length > 0) throw new ConfigError(problems);
-  return c;
+  return parts;
+}
+
+/** availability: the top level's fallback, cache, breaker and retry, complete (a route's own are over these). */
+function compileAvailability(c, checked, backend) {
+  const availability = {
+    fallback: compileFallback(c.fallback), cache: checked.cache, breaker: checked.breaker, retry: compileRetry(c.retry),
+  };
+  // The cache keys of queries no route names: the default contract's fingerprint.
+  availability.cacheScope = cacheScope(availability.cache, routeFingerprint(null, {}, backend));
+  return availability;
 }
 
 /**
- * The parts of a validated config that are not plain data: routes compiled (handler modules
- * loaded), the allowlist as a filter, the DES key read. A cluster worker receives the validated
- * settings as JSON and runs only this (gateway/ops/cluster.js).
+ * The one compile of a validated configuration into a CompiledConfig (compiled.js): routes
+ * compiled (handler modules loaded), availability complete, the files and environment the backend
+ * and the listener need read, the allowlist as a filter, the DES key read. checked: what the
+ * validation compiled already (validate()), taken as it is; a cluster worker, handed settings
+ * the primary validated, has none and compiles those parts here.
  */
-function compileConfig(settings, { baseDir, env, fresh = false }) {
-  const c = { ...settings };
-  delete c.compiledRoutes; // a Map does not survive JSON: compiled again below
-  const availability = {
-    fallback: compileFallback(c.fallback), cache: compileCache(c.cache), breaker: compileBreaker(c.breaker), retry: compileRetry(c.retry),
-  };
-  // The cache keys of queries no route names: the default contract's fingerprint.
-  availability.cacheScope = cacheScope(availability.cache, routeFingerprint(null, {}, c.backend));
+function compile(settings, {
+  baseDir, env, fresh = false, configFile = settings.configFile ?? null, checked = null,
+}) {
+  const c = settings;
+  const pre = checked || { allowlist: compileAllowlist(c.allowlist), cache: compileCache(c.cache), breaker: compileBreaker(c.breaker) };
+  const availability = compileAvailability(c, pre, c.backend);
   const problems = [];
   const attempt = (fn, under = null) => {
     try {
@@ -165,7 +178,7 @@ function compileConfig(settings, { baseDir, env, fresh = false }) {
       return null;
     }
   };
-  // Files and the environment the backend needs (config/backend.js); secrets stay in private fields.
+  // Files and the environment the backend needs (config/backend.js); secrets print as [redacted] (secrets.js).
   const backendRuntime = {
     tls: attempt(() => compileBackendTls(c.backend.tls, baseDir)),
     proxy: attempt(() => compileProxy(c.backend.proxy, env)),
@@ -173,24 +186,19 @@ function compileConfig(settings, { baseDir, env, fresh = false }) {
     headers: attempt(() => resolveHeaders(c.backend.headers, 'backend.headers', env, { files: c.backend.headerFiles, baseDir })) || {},
   };
   const listenerTls = attempt(() => compileListenerTls(c.tls));
-  const routes = new Map(); // subtype -> compiled route; a Map, so "__proto__" is a subtype like any other
+  const compiledRoutes = new Map();
   for (const [subtype, route] of Object.entries(c.routes)) {
     const compiled = attempt(() => compileRoute(route, {
       baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh, backend: c.backend,
     }), `routes.${subtype}`);
-    if (compiled !== null) routes.set(subtype, compiled);
+    if (compiled !== null) compiledRoutes.set(subtype, compiled);
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  const out = { ...c, compiledRoutes: routes, baseDir };
-  Object.defineProperty(out, 'backendRuntime', { value: backendRuntime, enumerable: false });
-  Object.defineProperty(out, 'listenerTls', { value: listenerTls, enumerable: false });
-  Object.defineProperty(out, 'availability', { value: availability, enumerable: false });
-  Object.defineProperty(out, 'allowlistFilter', { value: c.allowlist.length > 0 ? compileAllowlist(c.allowlist) : null, enumerable: false });
-  // The parsed key rides along non-enumerable: it never reaches a log line, /sessions or JSON.
   const desKey = readDesKey(c, baseDir, env);
   if (c.des.require && desKey === null) throw new ConfigError(['des.require is true but no DES key is configured (GED145_DES_KEY or des.keyFile)']);
-  Object.defineProperty(out, 'desKey', { value: desKey, enumerable: false });
-  return out;
+  return new CompiledConfig(c, {
+    compiledRoutes, availability, backendRuntime, listenerTls, allowlistFilter: c.allowlist.length > 0 ? pre.allowlist : null, desKey,
+  }, { baseDir, configFile });
 }
 
 /** GED145_DES_KEY (16 hex digits or 8 ASCII characters), else the file des.keyFile, else null. */
@@ -247,9 +255,10 @@ function loadConfig({
     delete sources[key]; // a flag wins over the environment
   }
   const config = merge(merge(structuredClone(DEFAULTS), fromFile), layered);
-  const compiled = compileConfig(validate(config, sources), { baseDir, env, fresh });
-  compiled.configFile = file ? path.resolve(file) : null; // for the status page
-  return compiled;
+  const checked = validate(config, sources);
+  return compile(config, {
+    baseDir, env, fresh, checked, configFile: file ? path.resolve(file) : null, // the file: for the status page
+  });
 }
 
 /** What a start says when nothing could answer a query: no backend URL and no route of its own. */
@@ -283,5 +292,5 @@ function startProblems(config, { embeddedBackend = false } = {}) {
 const configSchema = () => publicSchema();
 
 module.exports = {
-  loadConfig, compileConfig, startProblems, configSchema, ConfigError, DEFAULTS, ENV_NAMES: Object.keys(ENV),
+  loadConfig, compile, startProblems, configSchema, ConfigError, DEFAULTS, ENV_NAMES: Object.keys(ENV),
 };

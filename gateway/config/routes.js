@@ -17,15 +17,13 @@ const { compileFormat } = require('../backend/formats');
 const { statusMap } = require('../backend/statuses');
 const { routeFingerprint, cacheScope } = require('./fingerprint');
 const {
-  CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker,
+  CACHE_DEFAULTS, compileFallback, compileCache, compileBreaker,
 } = require('./availability');
 
 /** What an XML route asks for, unless its headers say otherwise: SOAP 1.1's and 1.2's types and plain XML. */
 const XML_ACCEPT = 'text/xml, application/soap+xml, application/xml';
 /** An XML route's errorPath unless it names one: a SOAP 1.1 fault's text (SOAP 1.2: Envelope.Body.Fault.Reason.Text). */
 const SOAP_FAULT_TEXT = 'Envelope.Body.Fault.faultstring';
-
-const DEFAULT_AVAILABILITY = Object.freeze({ fallback: null, cache: null, breaker: BREAKER_DEFAULTS });
 
 /** The route's fallback, cache and breaker: its own where it sets them, else the top level's. */
 function routeAvailability(route, top) {
@@ -45,13 +43,14 @@ function withScope(compiled, route, backend, files) {
 
 /**
  * One route, as the schema accepted it (schema.js, ROUTE: its kind, its keys, their types), compiled.
- * auth: the top level's compiled backend.auth (a route without its own uses it, on backend.url's
- * origins or with backendCredentials: backend/scope.js); env: for ${NAME} in headers and
- * secrets; fresh: load a handler module anew (a reload); backend: the config's backend section
- * as written (what the route's cache fingerprint takes of it).
+ * availability: the top level's, complete (config/index.js compileAvailability); auth: the top
+ * level's compiled backend.auth (a route without its own uses it, on backend.url's origins or with
+ * backendCredentials: backend/scope.js); env: for ${NAME} in headers and secrets; fresh: load a
+ * handler module anew (a reload); backend: the config's backend section as written (what the
+ * route's cache fingerprint takes of it).
  */
 function compileRoute(route, {
-  baseDir, deadlineMs, availability = DEFAULT_AVAILABILITY, auth = null, env = process.env, fresh = false, backend = {},
+  baseDir, deadlineMs, availability, auth = null, env = process.env, fresh = false, backend = {},
 }) {
   // A route may answer sooner than the query deadline, never later.
   const timeoutMs = route.timeoutMs === undefined ? deadlineMs : route.timeoutMs;

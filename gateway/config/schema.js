@@ -561,4 +561,9 @@ const FLAGS = Object.freeze([...leaves()].filter(([, n]) => n['x-flag']).map(([k
 
 const mapValues = (o, f) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
 
-module.exports = { SCHEMA, FLAGS, defaultsOf, sectionDefaults, leaves, publicSchema };
+/** The settings' top-level keys ($schema is for editors, not a setting). */
+const SETTING_KEYS = Object.freeze(Object.keys(SCHEMA.properties).filter((k) => k !== '$schema'));
+
+module.exports = {
+  SCHEMA, SETTING_KEYS, FLAGS, defaultsOf, sectionDefaults, leaves, publicSchema,
+};

@@ -8,7 +8,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { openGateway } = require('../index');
-const { compileConfig } = require('../config');
+const { compile } = require('../config');
 const { createLogger, closeLogger } = require('../../lib/logger');
 const { guardProcess } = require('./process-guard');
 const { ASK, READY, ANSWER } = require('./ipc');
@@ -38,7 +38,7 @@ class WorkerReloads {
   }
 
   compile(msg) {
-    return compileConfig(msg.settings, { baseDir: msg.settings.baseDir, env: process.env, fresh: true });
+    return compile(msg.settings, { baseDir: msg.settings.baseDir, env: process.env, fresh: true });
   }
 
   /** A prepare that fails is asked again by the primary, which says how the reload ends: a warning here. */

@@ -18,7 +18,7 @@ const { KIND } = require('../backend/outcome');
 const { ReplyWriter } = require('../answer/writer');
 const { Metrics } = require('./metrics');
 const { createLogger } = require('../../lib/logger');
-const { compileConfig } = require('../config');
+const { compile } = require('../config');
 const { Gateway } = require('../server');
 
 // Ten bursts of 500 rather than four of 400: the first router burst then cost the gateway 207 ms
@@ -52,7 +52,7 @@ const STALL_MS = 10_000;
 
 /**
  * The gateway's settings pointed at the warm-up's loopback server, compiled the way the gateway's
- * own were (compileConfig), so the warm-up runs the same code on objects of the same shapes: the
+ * own were (compile), so the warm-up runs the same code on objects of the same shapes: the
  * breaker and retry as configured (on by default), the cache when one is configured, but in memory
  * (never the configured Redis) and empty. Nothing it needs from outside: no routes (their handler
  * modules), no allowlist, no TLS, no DES (its session is plain even where des.require is set).
@@ -78,7 +78,7 @@ function warmConfig(config, url) {
     log: { ...config.log, traceFrames: 0 },
     warmup: false, // registered by whoever starts a gateway (register below), never by this one
   });
-  const warm = compileConfig(settings, { baseDir: config.baseDir, env: {} });
+  const warm = compile(settings, { baseDir: config.baseDir, env: {} });
   warm.configFile = null;
   return warm;
 }

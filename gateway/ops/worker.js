@@ -14,12 +14,12 @@ process.on('SIGHUP', () => {});
 process.on('SIGUSR2', () => {}); // a rolling restart is the primary's; `systemctl kill` may send it to every process
 const { runWorker } = require('./cluster-worker');
 const { FAILED } = require('./ipc');
-const { compileConfig } = require('../config');
+const { compile } = require('../config');
 
 const settings = JSON.parse(process.env.GED145_WORKER_CONFIG);
 // What is read from the environment at compile time comes from it again: the DES key, ${NAME} in
 // headers and secrets, the proxy variables (none of them is put in the JSON above).
-const config = compileConfig(settings, { baseDir: settings.baseDir, env: process.env });
+const config = compile(settings, { baseDir: settings.baseDir, env: process.env });
 
 applyMemorySettings(config.memory);
 runWorker(config, {

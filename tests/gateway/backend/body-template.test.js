@@ -67,7 +67,7 @@ describe('body templates', () => {
 });
 
 describe('a route\'s body and format settings', () => {
-  const opts = { baseDir: '.', deadlineMs: 250 };
+  const opts = { baseDir: '.', deadlineMs: 250, availability: loadConfig({ env: {} }).availability };
   const route = (r) => compileRoute({ url: 'http://h/x', ...r }, opts);
 
   it('a body template is posted unless the route names another method; a GET with one is refused', () => {

@@ -57,7 +57,7 @@ describe('route templates', () => {
   it('refuses placeholders in the host, unknown placeholders, and header secrets that are not set', () => {
     assert.throws(() => parseTemplate('http://{clid}.example/x'), /host/);
     assert.throws(() => parseTemplate('http://h/{password}'), /unknown placeholder/);
-    assert.throws(() => compileRoute({ url: 'http://h/x', headers: { authorization: 'Bearer ${NOT_SET_ANYWHERE_XYZ}' } }, { baseDir: '.', deadlineMs: 250 }), /NOT_SET_ANYWHERE_XYZ/);
+    assert.throws(() => compileRoute({ url: 'http://h/x', headers: { authorization: 'Bearer ${NOT_SET_ANYWHERE_XYZ}' } }, { baseDir: '.', deadlineMs: 250, availability: loadConfig({ env: {} }).availability }), /NOT_SET_ANYWHERE_XYZ/);
   });
 });
 
