@@ -2,6 +2,7 @@
 
 const { holdYoungGeneration, applyMemorySettings } = require('../lib/heap');
 const { OperatorError } = require('../lib/errors');
+const { ROUTE_KIND } = require('../lib/route-kinds');
 const { numberFlag } = require('../lib/cli-flags');
 
 const { FLAGS, leaves } = require('./config/schema');
@@ -108,7 +109,7 @@ class GatewayProcess {
     const { log } = this;
     if (config.backend.url !== null) return;
     if (!this.embeddedBackend) {
-      const own = [...config.compiledRoutes].filter(([, r]) => r.kind !== 'contract').map(([subtype]) => subtype);
+      const own = [...config.compiledRoutes].filter(([, r]) => r.kind !== ROUTE_KIND.CONTRACT).map(([subtype]) => subtype);
       log.warn(`backend.url is not set: only subtypes ${own.join(', ')} have a backend; the router gets E_AG_HOST_ERROR1 for any other`);
       return;
     }

@@ -15,6 +15,7 @@ const { watchBackend } = require('./ops/backend-metrics');
 const { RecentLines, ProcessStatus } = require('./ops/status');
 const { HandlerFaults } = require('./backend/user-code');
 const { holdRestartSettings } = require('./config/restart');
+const { ROUTE_KIND } = require('../lib/route-kinds');
 const { createLogger, applyLogSettings } = require('../lib/logger');
 const { PendingHandshakes } = require('./tls-handshakes');
 
@@ -269,7 +270,7 @@ class Gateway extends SessionHost {
     this.allowlist = config.allowlistFilter || null;
     this.server.maxConnections = config.limits.maxConnections;
     this.config = config;
-    const modules = [...config.compiledRoutes].filter(([, r]) => r.kind === 'module').map(([subtype]) => subtype);
+    const modules = [...config.compiledRoutes].filter(([, r]) => r.kind === ROUTE_KIND.MODULE).map(([subtype]) => subtype);
     const afresh = modules.length > 0 ? ` (handler modules loaded afresh: ${modules.join(', ')})` : '';
     this.log.info(`configuration reloaded${afresh}; router sessions stay connected`, { sessions: this.sessions.size, inFlight: this.inFlight() });
     if (needRestart.length > 0) {

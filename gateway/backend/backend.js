@@ -26,6 +26,7 @@ const {
 const { parseRetryAfter } = require('./pace');
 const { hideCallerData } = require('../../lib/redact');
 const { isObject } = require('../../lib/objects');
+const { ROUTE_KIND } = require('../../lib/route-kinds');
 const {
   HandlerFaults, handlerScope, dropScope, runAs, currentCall, markError,
 } = require('./user-code');
@@ -108,7 +109,7 @@ class Backend {
     this.contract = { statuses: statusMap(config.backend.statuses), errorPath: config.backend.errorPath || 'error', mapping: null };
     this.contractSpecs = new Map(); // subtype -> its own {statuses, errorPath, mapping}
     for (const [subtype, route] of this.routes) {
-      if (route.kind !== 'contract' || (route.statuses === null && route.errorPath === null)) continue;
+      if (route.kind !== ROUTE_KIND.CONTRACT || (route.statuses === null && route.errorPath === null)) continue;
       this.contractSpecs.set(subtype, {
         statuses: route.statuses === null ? this.contract.statuses : route.statuses,
         errorPath: route.errorPath === null ? this.contract.errorPath : route.errorPath,
@@ -132,14 +133,14 @@ class Backend {
       return c;
     };
     // backend.auth is fetched (a token) only when some request may carry it.
-    const routeList = [...this.routes.values()].filter((r) => r.kind !== 'contract');
+    const routeList = [...this.routes.values()].filter((r) => r.kind !== ROUTE_KIND.CONTRACT);
     const used = this.targets.length > 0 || routeList.some((r) => r.backendCredentials && !r.ownAuth);
     this.auth = used ? credentialsFor(runtime.auth) : null;
     this.routeSend = new Map(); // compiled route -> {headers, auth}: a REST route's, whole; a module's own auth (undefined: none of its own)
     const bare = [];
     for (const route of routeList) {
       const own = route.ownAuth ? credentialsFor(route.auth) : undefined;
-      if (route.kind === 'module') {
+      if (route.kind === ROUTE_KIND.MODULE) {
         this.routeSend.set(route, { headers: null, auth: own });
         continue;
       }
@@ -159,7 +160,9 @@ class Backend {
     // Each module route's scope: what its escaped errors are attributed to (user-code.js).
     this.faults = faults || new HandlerFaults({ log, owner });
     this.scopes = new Map(); // compiled route -> scope
-    for (const [subtype, route] of this.routes) if (route.kind === 'module') this.scopes.set(route, handlerScope(subtype, route, this.faults, this.redact));
+    for (const [subtype, route] of this.routes) {
+      if (route.kind === ROUTE_KIND.MODULE) this.scopes.set(route, handlerScope(subtype, route, this.faults, this.redact));
+    }
   }
 
   /** The default contract's base URL(s) (validated by config.js: no query string or fragment). */
@@ -180,8 +183,8 @@ class Backend {
   call(q, signal, deadlineAt = Infinity) {
     const route = q.subtype === undefined ? undefined : this.routes.get(q.subtype);
     try {
-      if (route === undefined || route.kind === 'contract') return this.callContract(q, signal, deadlineAt);
-      if (route.kind === 'module') return this.callModule(route, q, signal, deadlineAt);
+      if (route === undefined || route.kind === ROUTE_KIND.CONTRACT) return this.callContract(q, signal, deadlineAt);
+      if (route.kind === ROUTE_KIND.MODULE) return this.callModule(route, q, signal, deadlineAt);
       return this.callRoute(route, q, signal, deadlineAt);
     } catch (err) {
       if (!(err instanceof PlaceholderError)) return Promise.reject(err);

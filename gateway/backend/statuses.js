@@ -19,6 +19,7 @@
 
 const { KIND, REASON, httpReason } = require('./outcome');
 const { JSON_FORMAT, NotInFormat, readBody } = require('./formats');
+const { ROUTE_KIND } = require('../../lib/route-kinds');
 
 /** kindOf()'s answer for 401/403 unmapped: a host error of its own (the token is dropped, the auth warned about). */
 const UNAUTHORIZED = 'unauthorized';
@@ -59,7 +60,7 @@ function errorAt(body, spec) {
 function kindOf(status, text, spec) {
   const mapped = spec.statuses === null ? undefined : spec.statuses.get(status);
   if (mapped !== undefined) {
-    if (mapped !== KIND.APP_ERROR || spec.kind === 'module') return mapped;
+    if (mapped !== KIND.APP_ERROR || spec.kind === ROUTE_KIND.MODULE) return mapped;
     const body = parseBody(text, spec);
     if (body === FOREIGN || (body !== undefined && formatOf(spec).serverFault(body))) return KIND.HOST_ERROR;
     return KIND.APP_ERROR;

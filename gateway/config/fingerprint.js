@@ -16,6 +16,7 @@
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
+const { ROUTE_KIND } = require('../../lib/route-kinds');
 
 /** Route keys that say when or whether a request is sent, or what to do when it fails: not what an answer means. */
 const NOT_MEANING = new Set(['timeoutMs', 'idempotent', 'fallback', 'cache', 'breaker']);
@@ -76,7 +77,7 @@ function fileHash(file) {
 }
 
 /**
- * The fingerprint (16 hex digits) of a route of `kind` ('contract', 'http', 'module'; null for
+ * The fingerprint (16 hex digits) of a route of `kind` (ROUTE_KIND; null for
  * queries no route names, which take the default contract). route: as the user wrote it ({} for
  * none); backend: the config's backend section (its headers and auth go with requests, its url
  * is the default contract's); files: for a module route, the handler's files (its code is its
@@ -85,12 +86,12 @@ function fileHash(file) {
 function routeFingerprint(kind, route, backend, files = []) {
   const own = requestMeaning(route);
   const shared = requestMeaning({ headers: backend.headers, headerFiles: backend.headerFiles, auth: backend.auth });
-  if (kind === null || kind === 'contract') {
+  if (kind === null || kind === ROUTE_KIND.CONTRACT) {
     // The default contract's request and reading are the backend section's.
     Object.assign(shared, { url: backend.url, statuses: backend.statuses, errorPath: backend.errorPath });
   }
   const meaning = {
-    kind: kind || 'contract', route: own, backend: shared, code: files.map(fileHash),
+    kind: kind || ROUTE_KIND.CONTRACT, route: own, backend: shared, code: files.map(fileHash),
   };
   return crypto.createHash('sha256').update(canonical(meaning)).digest('hex').slice(0, 16);
 }

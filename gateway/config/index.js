@@ -16,6 +16,7 @@ const {
   compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, hasCredentials, secretPath,
 } = require('./backend');
 const { isObject } = require('../../lib/objects');
+const { ROUTE_KIND } = require('../../lib/route-kinds');
 const {
   compileFallback, compileCache, compileBreaker, compileRetry,
 } = require('./availability');
@@ -273,7 +274,7 @@ const NO_BACKEND = 'no backend configured: give --backend URL (or backend.url in
  */
 function startProblems(config, { embeddedBackend = false } = {}) {
   const problems = [];
-  const ownRoutes = [...config.compiledRoutes.values()].some((r) => r.kind !== 'contract');
+  const ownRoutes = [...config.compiledRoutes.values()].some((r) => r.kind !== ROUTE_KIND.CONTRACT);
   if (config.backend.url === null && !embeddedBackend && !ownRoutes) problems.push(NO_BACKEND);
   if (config.admin.port !== null && config.admin.port !== 0 && config.admin.port === config.port) {
     problems.push(`admin.port (${config.admin.port}) is the GED-145 port too: give the admin port a port of its own`);

@@ -11,6 +11,7 @@ const path = require('node:path');
 const Module = require('node:module');
 const { ConfigError } = require('../../lib/errors');
 const { isPlaceholder } = require('../../lib/query-fields');
+const { ROUTE_KIND } = require('../../lib/route-kinds');
 const { resolveHeaders, compileAuth } = require('./backend');
 const { compileBody } = require('./body');
 const { compileFormat } = require('../backend/formats');
@@ -60,7 +61,7 @@ function compileRoute(route, {
   if (route.module === undefined && route.url === undefined) {
     // Its own fallback, cache, breaker, statuses or errorPath; the rest is backend's (backend.statuses, backend.errorPath).
     return withScope({
-      kind: 'contract', statuses, errorPath: route.errorPath === undefined ? null : route.errorPath, ...settings,
+      kind: ROUTE_KIND.CONTRACT, statuses, errorPath: route.errorPath === undefined ? null : route.errorPath, ...settings,
     }, route, backend);
   }
   const ownAuth = Object.hasOwn(route, 'auth');
@@ -88,7 +89,7 @@ function compileRoute(route, {
     }
     const files = [...userGraph(require.resolve(file))];
     return withScope({
-      kind: 'module',
+      kind: ROUTE_KIND.MODULE,
       handle: typeof handler === 'function' ? handler : handler.handle.bind(handler),
       file,
       files, // the handler's own files: its errors' stacks name them (backend/user-code.js)
@@ -108,7 +109,7 @@ function compileRoute(route, {
   if (xml && headers.accept === undefined) headers.accept = XML_ACCEPT;
   const errorPath = route.errorPath || (xml ? SOAP_FAULT_TEXT : 'error');
   return withScope({
-    kind: 'http',
+    kind: ROUTE_KIND.HTTP,
     method,
     template,
     headers: Object.keys(headers).length > 0 ? headers : null,

@@ -6,33 +6,22 @@
 // where "must be ..." needs more than the type and range say; validate.js). `ged145 config
 // schema` prints it without those x- annotations (publicSchema) for editors and other validators.
 // What a schema cannot say (a deadline below the router's timeout, a URL's shape, an allowlist
-// entry) is checked after it, in index.js.
+// entry) is checked after it, in index.js. Its parts: the node builders (schema-nodes.js), the
+// routes and the definitions they share with the top level (schema-routes.js), the top level here.
 
 const {
-  DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32, VAR_COUNT, VAR_NUMBER, IDLE_TIMEOUT_RANGE, ROUTER_REQUEST_TIMEOUT_MS,
+  DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32, IDLE_TIMEOUT_RANGE, ROUTER_REQUEST_TIMEOUT_MS,
 } = require('../../lib/protocol');
 const { ENGINE_NAMES } = require('../backend/engines');
 const { CHARSETS } = require('../answer/charset');
 const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
 const {
-  KEY_FIELDS, TARGET_FIELDS, TARGET_PATTERN, listed,
-} = require('../../lib/query-fields');
+  int, bool, oneOf, path, section, flag, intMap,
+} = require('./schema-nodes');
+const { DEFINITIONS, ROUTE } = require('./schema-routes');
 
 const SCHEMA_URI = 'http://json-schema.org/draft-07/schema#';
 const SCHEMA_ID = 'https://ged145.invalid/schemas/gateway.json';
-
-const int = (minimum, maximum, dflt, extra = {}) => ({
-  type: 'integer', minimum, maximum, default: dflt, ...extra,
-});
-const bool = (dflt, extra = {}) => ({ type: 'boolean', default: dflt, ...extra });
-const oneOf = (values, dflt, extra = {}) => ({ enum: values, default: dflt, ...extra });
-const path = (extra = {}) => ({
-  type: ['string', 'null'], minLength: 1, default: null, 'x-must': 'must be a file path or null', ...extra,
-});
-const section = (description, properties, extra = {}) => ({
-  type: 'object', description, additionalProperties: false, properties, ...extra,
-});
-const flag = (name, arg, help) => ({ name, arg, help });
 
 /** Timers stay far below setTimeout's 2^31-1 ms, past which Node fires them after 1 ms. */
 const LIMITS = section('per-session and listener limits', {
@@ -60,189 +49,6 @@ const LIMITS = section('per-session and listener limits', {
   }),
   closeLingerMs: int(0, 60_000, 2000, { description: "after our FIN, how long to read and discard while waiting for the router's" }),
   maxSubtypeLabels: int(0, 1000, 50, { description: 'metrics: subtype labels besides configured routes; the rest are "(other)"' }),
-});
-
-const answerProperties = {
-  vars: {
-    type: 'object',
-    propertyNames: { pattern: `^${VAR_NUMBER}$` },
-    additionalProperties: { type: ['string', 'number', 'boolean'] },
-    'x-must': `must be an object of peripheral variables 1..${VAR_COUNT}`,
-  },
-  ecc: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] } },
-  eccArrays: { type: 'array' },
-  ced: { type: ['string', 'number'] },
-  cdpd: { type: ['string', 'number'] },
-};
-
-const DEFINITIONS = {
-  fallback: {
-    type: ['object', 'null', 'boolean'],
-    description: 'an answer for when the backend fails, in the REST contract\'s response shape; null or false = none',
-    additionalProperties: false,
-    properties: { ...answerProperties, on4xx: bool(false, { description: 'also answer a 4xx with it' }) },
-    not: { const: true },
-    default: null,
-    'x-must': 'must be an answer object {"vars": {...}, "ecc": {...}} or null',
-  },
-  cache: {
-    type: ['object', 'null', 'boolean'],
-    description: 'the answer cache with serve-stale; null or false = off, true = these defaults',
-    additionalProperties: false,
-    properties: {
-      ttlMs: int(1, 86_400_000, 30_000, { description: 'a younger answer answers without the backend' }),
-      staleIfErrorMs: int(0, 7 * 86_400_000, 3_600_000, { description: 'past ttlMs, kept this much longer for when the backend fails' }),
-      maxEntries: int(1, 10_000_000, 100_000),
-      maxBytes: int(65_536, 64 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
-      key: {
-        type: 'array',
-        minItems: 1,
-        items: { type: 'string' },
-        default: ['subtype', 'clid'],
-        'x-must': `must list request fields: ${listed(KEY_FIELDS)}`,
-      },
-      store: {
-        type: ['string', 'null'], pattern: '^rediss?://[^/]+', default: null, 'x-must': 'must be a redis://host:port URL or null',
-      },
-      namespace: {
-        type: ['string', 'null'],
-        pattern: '^[A-Za-z0-9._-]{1,64}$',
-        default: null,
-        description: 'a name of this deployment in the cache keys, for a Redis shared by deployments whose routes send the same requests '
-          + "to different services; null: the routes' fingerprints alone keep deployments apart",
-        'x-must': 'must be 1 to 64 letters, digits, dots, dashes or underscores, or null',
-      },
-    },
-    default: null,
-    'x-must': 'must be an object or null',
-  },
-  auth: {
-    type: ['object', 'null', 'boolean'],
-    description: 'how backend requests authenticate: oauth2 (client credentials), basic or bearer; null or false = none',
-    additionalProperties: false,
-    required: ['type'],
-    properties: {
-      type: { enum: ['oauth2', 'basic', 'bearer'], 'x-must': "must be 'oauth2', 'basic' or 'bearer'" },
-      tokenUrl: { type: 'string', description: 'oauth2: the token endpoint (https://...)' },
-      clientId: { type: 'string', minLength: 1 },
-      clientSecret: { type: 'string', minLength: 1, description: 'a secret: ${NAME} reads the environment' },
-      clientSecretFile: { type: 'string', minLength: 1, description: 'or a file holding it ($CREDENTIALS_DIRECTORY first for a relative path)' },
-      scope: { type: 'string' },
-      audience: { type: 'string' },
-      clientAuth: { enum: ['basic', 'body'], description: 'oauth2: client credentials in an Authorization: Basic header (default) or in the form body' },
-      username: { type: 'string', minLength: 1 },
-      password: { type: 'string', minLength: 1 },
-      passwordFile: { type: 'string', minLength: 1 },
-      token: { type: 'string', minLength: 1 },
-      tokenFile: { type: 'string', minLength: 1 },
-    },
-    not: { const: true },
-    default: null,
-    'x-must': 'must be an object {"type": "oauth2" | "basic" | "bearer", ...} or null',
-  },
-  statuses: {
-    type: 'object',
-    propertyNames: { pattern: '^[1-5][0-9][0-9]$' },
-    additionalProperties: { enum: ['ok', 'app_error', 'host_error'] },
-    description: 'HTTP status -> outcome, over the defaults (docs/rest-contract.md: 2xx ok, 404 app_error, 401/403 unauthorized, '
-      + "another 4xx app_error only with the API's error at errorPath, the rest host_error)",
-    'x-must': 'must map HTTP statuses ("404") to ok, app_error or host_error',
-  },
-  breaker: {
-    type: ['object', 'null', 'boolean'],
-    description: 'a circuit breaker per route per backend origin; false or null = off',
-    additionalProperties: false,
-    properties: {
-      enabled: bool(true),
-      failureRatio: {
-        type: 'number', exclusiveMinimum: 0, maximum: 1, default: 0.5, 'x-must': 'must be a number above 0 and at most 1',
-      },
-      slowCallRatio: {
-        type: 'number', exclusiveMinimum: 0, maximum: 1, default: 1, 'x-must': 'must be a number above 0 and at most 1',
-      },
-      minimumCalls: int(1, 100_000, 20),
-      windowMs: int(100, 600_000, 1000),
-      halfOpenAfterMs: int(100, 600_000, 500),
-      maxHalfOpenAfterMs: int(100, 3_600_000, 2000),
-      minOpenMs: int(0, 3_600_000, 5000, {
-        description: 'with no other origin to take its calls, an open circuit closes on an answer only after this long: it never flaps faster',
-      }),
-    },
-    'x-must': 'must be an object',
-  },
-};
-
-// A route is one of three kinds, each a branch of its schema: a module route ({module, ...}), the
-// default contract with settings of its own (only fallback, cache, breaker, statuses, errorPath),
-// or a REST call ({url, ...}). config/routes.js compiles a route by its kind and checks nothing
-// the schema says.
-const AVAILABILITY_KEYS = ['fallback', 'cache', 'breaker'];
-const CONTRACT_ROUTE_KEYS = [...AVAILABILITY_KEYS, 'statuses', 'errorPath'];
-const MODULE_ROUTE_KEYS = ['module', 'timeoutMs', 'auth', 'backendCredentials', 'idempotent', 'statuses', 'errorPath', ...AVAILABILITY_KEYS];
-/** A key a route of this kind does not take: "routes.x: unknown key 'url'" (validate.js), with a guess among the kind's keys. */
-const onlyKeys = (keys, kind) => ({ propertyNames: { enum: keys }, 'x-kind': kind });
-const ROUTE = {
-  type: 'object',
-  description: 'a REST call ({method, url, ...}), a module ({module}), or only its own fallback, cache, breaker, statuses or errorPath',
-  additionalProperties: false,
-  if: { properties: { module: true }, required: ['module'] },
-  then: onlyKeys(MODULE_ROUTE_KEYS, 'a module route'),
-  else: {
-    if: { propertyNames: { enum: CONTRACT_ROUTE_KEYS } },
-    else: {
-      properties: { url: true },
-      required: ['url'],
-      'x-must': 'needs a url (a REST call) or a module',
-      if: { properties: { format: { const: 'xml' } }, required: ['format'] },
-      then: { properties: { response: true }, required: ['response'], 'x-must': 'needs a response mapping: an XML answer (format "xml") is read through one' },
-    },
-  },
-  properties: {
-    method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'get', 'post', 'put', 'patch', 'delete'] },
-    url: { type: 'string', description: 'URL template: {clid}, {vars.1}, {ecc.NAME}... in the path and query' },
-    headers: { type: 'object', additionalProperties: { type: 'string' }, description: "this route's own headers, over backend.headers where those are sent" },
-    headerFiles: { type: 'object', additionalProperties: { type: 'string', minLength: 1 }, description: 'header values read from files (secrets)' },
-    timeoutMs: { type: 'integer', minimum: 1 },
-    auth: { $ref: '#/definitions/auth' },
-    backendCredentials: {
-      type: 'boolean',
-      description: "true: send backend.headers, backend.headerFiles and backend.auth with this route's requests (a module's ctx.request too) "
-        + "although their origin is not backend.url's; by default those go to backend.url's origins only",
-    },
-    statuses: { $ref: '#/definitions/statuses' },
-    idempotent: { type: 'boolean', description: 'false: never send again after a connection broke (a route that changes state)' },
-    response: {
-      type: 'object',
-      additionalProperties: { type: 'string' },
-      propertyNames: { pattern: TARGET_PATTERN },
-      description: '{"vars.1": "json.path", "ecc.NAME": "..."}',
-      'x-must': `must map targets (vars.1..vars.${VAR_COUNT}, ecc.NAME, ${TARGET_FIELDS.join(', ')}) to JSON path strings`,
-    },
-    errorPath: { type: 'string', description: 'where the error text of an app_error answer is (default "error"; XML: "Envelope.Body.Fault.faultstring")' },
-    format: {
-      enum: ['json', 'xml'],
-      description: 'how the answer is read: json (default), or xml (SOAP and other XML APIs; paths ignore namespace prefixes)',
-      'x-must': "must be 'json' or 'xml'",
-    },
-    body: {
-      type: ['string', 'object', 'array'],
-      minLength: 1,
-      description: '"query" (the query as JSON), "none", a JSON template, or a text template (a SOAP envelope) with {clid}, {vars.1}... placeholders',
-      'x-must': 'must be "query", "none", a JSON template or a text template',
-    },
-    module: { type: 'string', description: 'a JS module exporting (query, {signal}) => answer' },
-    fallback: { $ref: '#/definitions/fallback' },
-    cache: { $ref: '#/definitions/cache' },
-    breaker: { $ref: '#/definitions/breaker' },
-  },
-  'x-must': 'must be an object',
-};
-
-const intMap = (names, description) => ({
-  type: 'object',
-  description,
-  additionalProperties: false,
-  properties: Object.fromEntries(Object.entries(names).map(([k, v]) => [k, int(0, MAX_UINT32, v)])),
 });
 
 /**
