@@ -7,58 +7,22 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { STATUS } = require('../../../lib/protocol');
-const { Router } = require('../../../simulator/router');
 const { WireClient } = require('../../helpers/wire');
 const { spawnCli } = require('../../helpers/spawn');
 const { startStack } = require('../../helpers/stack');
 const { startRestSim } = require('../../../rest-sim/server');
 const { loadConfig } = require('../../../gateway/config');
 const { tmpDir } = require('../../helpers/tmp');
+const { reloadUnderLoad } = require('../../helpers/reload-under-load');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 
 describe('reload (SIGHUP)', function () {
   this.timeout(60_000);
 
-  it('under load: every query answered exactly once, the session never drops, new queries see the new config; a bad file is refused', async () => {
-    const sim = await startRestSim({ port: 0 });
-    const file = path.join(tmpDir(), 'gateway.json');
-    const write = (c) => fs.writeFileSync(file, JSON.stringify({ backend: { url: sim.url }, ...c }));
-    write({});
-    const gw = spawnCli(['gateway', '--config', file, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--ready-json']);
-    try {
-      const { port } = await gw.ready();
-      const router = new Router({ targets: [{ host: '127.0.0.1', port: Number(port) }], seed: 4, templates: [{ subtype: 'echo', vars: { 1: 'v{seq}' } }] });
-      await router.start();
-      const load = router.runClosedLoop({ window: 8, count: 4000 });
-      while (router.stats.sent < 1000) await wait(5);
-      write({ fallback: { vars: { 9: 'reloaded' } } });
-      gw.kill('SIGHUP');
-      await gw.waitFor(/configuration reloaded; router sessions stay connected/);
-      while (router.stats.sent < 2000) await wait(5);
-      fs.writeFileSync(file, '{ "backend": ');
-      gw.kill('SIGHUP');
-      await gw.waitFor(/reload refused, the running configuration stays in force: config: .* is not valid JSON/);
-      await load;
-      const s = await router.stop();
-      assert.equal(s.sent, 4000);
-      assert.equal(s.answered, 4000, JSON.stringify(s));
-      assert.equal(s.ok, 4000);
-      assert.deepEqual(s.violations, {});
-      assert.equal(s.lost + s.timeout, 0);
-      assert.equal(s.reconnects, 0, 'the session stayed up through both reloads');
-      // The reloaded config is in force: a failing subtype now gets the fallback.
-      const c = await WireClient.connect(Number(port));
-      await c.open();
-      c.query(7, { subtype: 'fail' });
-      const r = await c.waitFor((m) => m.invokeId === 7);
-      assert.deepEqual([r.type, r.status, r.vars], ['QUERY_RESP', 0, { 9: 'reloaded' }]);
-      c.close();
-    } finally {
-      gw.kill('SIGTERM');
-      await gw.exited;
-      await sim.close();
-    }
+  it('under load (2,000 queries): every query answered exactly once, the session stays up, new queries see the new config; a bad file is refused', async () => {
+    // 10,000 queries: tests/stress/reload-under-load.stress.test.js.
+    await reloadUnderLoad(2000);
   });
 
   it('with --workers 2: the primary validates once and every worker applies the new settings', async () => {
