@@ -11,6 +11,8 @@ const { createLogger } = require('../lib/logger');
 const { listenError } = require('../lib/errors');
 const warmup = require('./ops/warmup');
 const { startTracing } = require('./ops/telemetry');
+const { Metrics } = require('./ops/metrics');
+const { attachMetrics } = require('./ops/attach');
 
 /**
  * The start sequence: the gateway, its warm-up, its traces, its GED-145 listener (on the fd the
@@ -20,20 +22,26 @@ const { startTracing } = require('./ops/telemetry');
  */
 async function openGateway(config, { log, listenFd = null }) {
   const gateway = new Gateway(config, { log });
+  const metrics = new Metrics();
+  const observed = attachMetrics(gateway, metrics); // its metrics and status, from its channels
   if (config.warmup) warmup.register(gateway);
-  const tracing = startTracing(gateway, config, { log }); // null when off: the SDK is not loaded
+  const tracing = startTracing(gateway, config, { log, registry: metrics.registry }); // null when off: the SDK is not loaded
   const stopTracing = () => (tracing ? tracing.stop() : undefined);
   try {
     await gateway.listen({ fd: listenFd });
   } catch (err) {
     await gateway.resolver.close();
+    observed.detach();
     await stopTracing();
     throw listenError(err, config.host, config.port);
   }
   return {
     gateway,
+    metrics,
+    status: () => observed.status(),
     async close(reason) {
       await gateway.shutdown(reason);
+      observed.detach();
       await stopTracing(); // the last spans, after the last queries
     },
   };
@@ -75,7 +83,7 @@ class ProcessRuntime extends Runtime {
   }
 
   snapshot() {
-    return this.gateway.status();
+    return this.opened.status();
   }
 
   health() {
@@ -91,11 +99,11 @@ class ProcessRuntime extends Runtime {
   }
 
   metrics() {
-    return this.gateway.metrics.text();
+    return this.opened.metrics.text();
   }
 
   get contentType() {
-    return this.gateway.metrics.registry.contentType;
+    return this.opened.metrics.registry.contentType;
   }
 
   close(reason) {

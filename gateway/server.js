@@ -10,9 +10,7 @@ const { Session } = require('./session/session');
 const { SessionHost } = require('./session/host');
 const { QueryResolver } = require('./backend');
 const { keptAnswer } = require('./answer/writer');
-const { Metrics } = require('./ops/metrics');
-const { watchBackend } = require('./ops/backend-metrics');
-const { RecentLines, ProcessStatus } = require('./ops/status');
+const { channels } = require('./session/diagnostics');
 const { HandlerFaults } = require('./backend/user-code');
 const { holdRestartSettings } = require('./config/restart');
 const { ROUTE_KIND } = require('../lib/route-kinds');
@@ -22,24 +20,19 @@ const { PendingHandshakes } = require('./tls-handshakes');
 const SESSION_REFUSAL_LOG_MS = 60_000;
 
 class Gateway extends SessionHost {
-  constructor(config, { log, metrics } = {}) {
+  /**
+   * The gateway counts nothing itself: it publishes what happens (session/diagnostics.js,
+   * backend/diagnostics.js), and ops/ subscribes (ops/attach.js).
+   */
+  constructor(config, { log } = {}) {
     // The wire numbering of this gateway's sessions (config `protocol`); a reload keeps it.
     const profile = createProfile(config.protocol);
     super({
       config,
       log: log || createLogger({ component: 'gateway', ...config.log }),
-      metrics: metrics || new Metrics(),
       profile,
       serialize: serializerFor(profile),
     });
-    this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
-    this.metrics.sessionStates = () => {
-      const counts = {};
-      for (const s of this.sessions) counts[s.state] = (counts[s.state] || 0) + 1;
-      return counts;
-    };
-    this.metrics.queriesInFlight = () => this.inFlight();
-    watchBackend(this.metrics, this); // the backend's metrics: subscribers of its channels, for this gateway's messages
     this.faults = new HandlerFaults({ log: this.log, owner: this }); // per route, across reloads
     this.resolver = this.newResolver(config);
     this.sessions = new Set();
@@ -48,12 +41,9 @@ class Gateway extends SessionHost {
     this.allowlist = config.allowlistFilter || null; // null = any address (see allowlist.js)
     this.server = createListener(config, this);
     this.server.maxConnections = config.limits.maxConnections;
-    this.server.on('drop', () => this.metrics.connectionsRefused.inc({ reason: 'max_connections' }));
+    this.server.on('drop', (data) => this.refused('max_connections', data && `${data.remoteAddress}:${data.remotePort}`));
     this.idleWaiters = [];
     this.sessionRefusals = { count: 0, loggedAt: 0 };
-    this.recent = new RecentLines(); // the last warnings, for the status page
-    if (typeof this.log.add === 'function') this.log.add(this.recent);
-    this.processStatus = null; // made at the first look at the status page
     this.lastReload = null; // {at, ok, restartNeeded | error}
     this.startHooks = []; // run before the listener opens (beforeListen): the warm-up, registered by whoever starts the gateway
   }
@@ -108,7 +98,7 @@ class Gateway extends SessionHost {
     if (this.allowlist === null || this.allowlist.allows(socket.remoteAddress)) return true;
     // Closed before a single byte is read (and not logged again as a failed TLS handshake).
     socket.refused = true;
-    this.metrics.connectionsRefused.inc({ reason: 'allowlist' });
+    this.refused('allowlist', `${socket.remoteAddress}:${socket.remotePort}`);
     log.warn('connection refused: address not on the allowlist', { peer: `${socket.remoteAddress}:${socket.remotePort}` });
     socket.destroy();
     return false;
@@ -124,7 +114,7 @@ class Gateway extends SessionHost {
       log = socket._parent.connectionLogger; // given when its TCP connection was accepted (createListener)
     }
     if (this.draining) {
-      this.metrics.connectionsRefused.inc({ reason: 'draining' });
+      this.refused('draining', `${socket.remoteAddress}:${socket.remotePort}`);
       socket.destroy();
       return;
     }
@@ -152,7 +142,7 @@ class Gateway extends SessionHost {
    * hold every slot; the allowlist is the defence (docs/reliability.md).
    */
   refusedAtLimit(session) {
-    this.metrics.connectionsRefused.inc({ reason: 'max_sessions' });
+    this.refused('max_sessions', session.peer);
     const r = this.sessionRefusals;
     r.count++;
     const now = Date.now();
@@ -162,6 +152,11 @@ class Gateway extends SessionHost {
     });
     r.loggedAt = now;
     r.count = 0;
+  }
+
+  /** A connection closed before it became a session (ged145:connection:refused); reason: as ged145_connections_refused_total{reason}. */
+  refused(reason, peer) {
+    if (channels.connectionRefused.hasSubscribers) channels.connectionRefused.publish({ gateway: this, reason, peer: peer || null });
   }
 
   releaseSession() {
@@ -200,6 +195,13 @@ class Gateway extends SessionHost {
     return n;
   }
 
+  /** {state: count} of this gateway's connections (session/states.js), read by ged145_sessions at scrape time. */
+  sessionCounts() {
+    const counts = {};
+    for (const s of this.sessions) counts[s.state] = (counts[s.state] || 0) + 1;
+    return counts;
+  }
+
   /**
    * Drain: stop accepting, refuse new sessions (E_AG_HOST_OFFLINE); each session goes on answering
    * and ends at its first moment with nothing in flight (Session.drain), with a FAILURE_EVENT
@@ -227,7 +229,6 @@ class Gateway extends SessionHost {
     const bound = this.config.deadlineMs + this.config.limits.closeLingerMs + 1000;
     await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, bound).unref())]);
     await this.resolver.close();
-    if (this.processStatus !== null) this.processStatus.close();
     if (this.handshakes) this.handshakes.close();
     this.connectionLog.close();
     this.log.info('stopped');
@@ -266,7 +267,6 @@ class Gateway extends SessionHost {
     this.resolver = this.newResolver(config, { cache: sameCache ? oldResolver.cache : undefined, previous: oldResolver });
     // The old resolver serves the queries it already has; its connections close once they are answered.
     setTimeout(() => oldResolver.close({ keepCache: sameCache }), old.deadlineMs + 1000).unref();
-    this.metrics.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
     this.allowlist = config.allowlistFilter || null;
     this.server.maxConnections = config.limits.maxConnections;
     this.config = config;
@@ -285,22 +285,14 @@ class Gateway extends SessionHost {
     this.lastReload = { at: new Date().toISOString(), ok: false, error: message };
   }
 
-  /** What the admin port's status page shows of this process (ops/status.js). */
-  async status() {
-    if (this.processStatus === null) this.processStatus = new ProcessStatus();
-    const refused = {};
-    for (const v of (await this.metrics.connectionsRefused.get()).values) refused[v.labels.reason] = v.value;
+  /** What the gateway knows of itself for the status page; ops/status.js adds what its subscribers counted. */
+  snapshot() {
     return {
-      processes: [{ role: 'gateway', ...this.processStatus.toJSON() }],
       config: { file: this.config.configFile || null, lastReload: this.lastReload, workers: this.config.workers },
       listener: { host: this.config.host, port: this.port, tls: this.tls === true, deadlineMs: this.config.deadlineMs },
       sessions: this.toJSON(),
-      refused,
-      history: this.metrics.history.toJSON(),
       backend: this.resolver.toJSON(),
       handlers: this.faults.toJSON(),
-      warnings: this.recent.lines,
-      connectionWarnings: this.recent.connectionLines,
     };
   }
 
@@ -341,9 +333,9 @@ function createListener(config, gateway) {
     const raw = socket && socket._parent ? socket._parent : socket;
     if (raw) gateway.handshakes.done(raw);
     if (socket && (socket.refused || (raw && raw.refused))) return; // the allowlist said no, or we closed it (PendingHandshakes)
-    gateway.metrics.connectionsRefused.inc({ reason: 'tls' });
     const peer = (raw && raw.peerAddress) || (socket && socket.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : 'unknown');
     const log = (raw && raw.connectionLogger) || gateway.log;
+    gateway.refused('tls', peer);
     log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer });
   });
   return server;
@@ -370,12 +362,12 @@ function pendingHandshakes(gateway) {
       socket.refused = true; // its tlsClientError (a hang-up) is not logged again
       const { limits } = gateway.config;
       if (why === 'timeout') {
-        gateway.metrics.connectionsRefused.inc({ reason: 'tls' });
+        gateway.refused('tls', socket.peerAddress);
         const ms = Math.min(limits.handshakeTimeoutMs, limits.openTimeoutMs);
         socket.connectionLogger.warn(`TLS handshake failed: not finished within ${ms} ms (limits.handshakeTimeoutMs)`, { peer: socket.peerAddress });
         return;
       }
-      gateway.metrics.connectionsRefused.inc({ reason: 'handshakes' });
+      gateway.refused('handshakes', socket.peerAddress);
       socket.connectionLogger.warn('TLS handshake closed to make room: too many in progress (limits.maxHandshakes, limits.maxHandshakesPerAddress)', {
         peer: socket.peerAddress, ...detail,
       });

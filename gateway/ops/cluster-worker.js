@@ -104,9 +104,9 @@ class WorkerReloads {
  * question times out, as for a worker that is stuck).
  */
 const QUESTIONS = {
-  metrics: (w) => w.gateway.metrics.registry.getMetricsAsJSON(),
+  metrics: (w) => w.opened.metrics.registry.getMetricsAsJSON(),
   health: (w) => ({ pid: process.pid, backend: w.gateway.resolver.toJSON() }),
-  status: (w) => w.gateway.status(),
+  status: (w) => w.opened.status(),
   sessions: (w) => w.gateway.toJSON().map((s) => ({ ...s, pid: process.pid })),
   shutdown: (w) => { w.stop('primary asked'); },
   prepare: (w, msg) => w.reloads.prepare(msg),
@@ -117,7 +117,9 @@ const QUESTIONS = {
 
 /** The worker process: its gateway, its reloads, and the table it answers the primary from. */
 class Worker {
-  constructor({ gateway, close }, log, generation, { send = (m) => process.send(m), exit = (code) => process.exit(code) } = {}) {
+  constructor(opened, log, generation, { send = (m) => process.send(m), exit = (code) => process.exit(code) } = {}) {
+    const { gateway, close } = opened;
+    this.opened = opened; // its metrics and status too (ops/attach.js)
     this.gateway = gateway;
     this.close = close; // drains the gateway, then exports its last spans
     this.log = log;

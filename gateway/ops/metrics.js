@@ -9,9 +9,9 @@ const client = require('prom-client');
 const { text: { printable } } = require('../../lib/protocol');
 const { History } = require('./status');
 const { TallyCounter, TallyHistogram } = require('./tally');
+const { LIVE_STATES } = require('../session/states');
 
 const OTHER = '(other)';
-const SESSION_STATES = Object.freeze(['connected', 'open', 'closing']);
 const NONE = '(none)';
 const MAX_LABEL = 64;
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 1];
@@ -38,20 +38,23 @@ class Metrics {
       registers,
     });
     const metrics = this;
-    // Read at scrape time, not kept up per query: two gauge updates on the path of every query cost more than a sum now and then.
-    this.queriesInFlight = () => 0; // set by the gateway: queries waiting for the backend, over its sessions
+    // Read from the gateway at scrape time, not kept up per query: two gauge updates on the path of
+    // every query cost more than a sum now and then.
+    this.gateway = null; // the gateway these metrics count (watch())
     this.inFlight = new client.Gauge({
-      name: `${prefix}queries_in_flight`, help: 'Queries waiting for the backend', registers, collect() { this.set(metrics.queriesInFlight()); },
+      name: `${prefix}queries_in_flight`,
+      help: 'Queries waiting for the backend',
+      registers,
+      collect() { this.set(metrics.gateway === null ? 0 : metrics.gateway.inFlight()); },
     });
-    this.sessionStates = () => ({}); // set by the gateway: {state: count} of its connections
     this.sessions = new client.Gauge({
       name: `${prefix}sessions`,
       help: 'Router connections by session state, each counted once: connected (no session yet), open, closing (after CLOSE_REQ)',
       labelNames: ['state'],
       registers,
       collect() {
-        const counts = metrics.sessionStates();
-        for (const state of SESSION_STATES) this.set({ state }, counts[state] || 0);
+        const counts = metrics.gateway === null ? {} : metrics.gateway.sessionCounts();
+        for (const state of LIVE_STATES) this.set({ state }, counts[state] || 0);
       },
     });
     this.heartbeats = new client.Counter({ name: `${prefix}heartbeats_total`, help: 'HEARTBEAT_REQs answered', registers });
@@ -62,16 +65,40 @@ class Metrics {
       name: `${prefix}connections_refused_total`, help: 'Connections closed before a session, by reason', labelNames: ['reason'], registers,
     });
     this.subtypes = new Map(); // subtype label -> Map(outcome -> counter child)
-    this.known = new Set(); // configured routes' subtypes: never folded into (other)
+    this.knownLabels = new Set(); // configured routes' subtypes: never folded into (other)
     this.maxOtherSubtypes = 50;
     this.others = 0; // labels given to subtypes that are not configured routes
     this.durations = new Map(); // outcome -> its series of queryDuration
     this.history = new History(); // the last minutes second by second, for the status page (status.js)
+    // The gateway's config the subtype labels were last set from, held weakly: a reload's old
+    // config (its handler modules, their tables) must not live on here.
+    this.configSeen = null;
+  }
+
+  /** The gateway whose figures these are (attach.js): its sessions and queries in flight are read at scrape time. */
+  watch(gateway) {
+    this.gateway = gateway;
+    this.followConfig();
+  }
+
+  /** A reload's routes, read when a label is next made, since the gateway tells no one of its reloads. */
+  followConfig() {
+    const { gateway } = this;
+    if (gateway === null || (this.configSeen !== null && this.configSeen.deref() === gateway.config)) return;
+    const { config } = gateway;
+    this.configSeen = new WeakRef(config);
+    this.configureSubtypes(config.compiledRoutes.keys(), config.limits.maxSubtypeLabels);
+  }
+
+  /** The configured routes' subtype labels, as the gateway's config has them now. */
+  get known() {
+    this.followConfig();
+    return this.knownLabels;
   }
 
   /** Which subtypes always get a label of their own, and how many others may. */
   configureSubtypes(routeSubtypes, maxOtherSubtypes) {
-    this.known = new Set([...routeSubtypes].map(labelValue));
+    this.knownLabels = new Set([...routeSubtypes].map(labelValue));
     this.maxOtherSubtypes = maxOtherSubtypes;
   }
 

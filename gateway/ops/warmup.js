@@ -17,6 +17,7 @@ const { QuerySignal } = require('../backend');
 const { KIND } = require('../backend/outcome');
 const { ReplyWriter } = require('../answer/writer');
 const { Metrics } = require('./metrics');
+const { attachMetrics } = require('./attach');
 const { createLogger } = require('../../lib/logger');
 const { compile } = require('../config');
 const { Gateway } = require('../server');
@@ -126,10 +127,10 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
   // exclusive: in a cluster worker this private server must not go through the primary.
   await new Promise((r) => server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, r));
   const gateway = warmGateway(config, `http://127.0.0.1:${server.address().port}`);
+  const metrics = new Metrics({ collectDefault: false });
+  const observed = attachMetrics(gateway, metrics); // its own figures, never the served gateway's
   // The direct queries use the bursts' own backend; both ends speak the gateway's numbering (config `protocol`).
-  const {
-    resolver: { backend }, metrics, profile, serialize,
-  } = gateway;
+  const { resolver: { backend }, profile, serialize } = gateway;
   const reply = new ReplyWriter({ maxBody: config.limits.maxMessageLength, serialize }); // the session's own reply path
   let next = 0;
   const one = async (q) => {
@@ -154,6 +155,7 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
     await bursts(gateway, burstCount);
   } finally {
     await gateway.shutdown('warm-up over'); // its listener, its sessions, its backend pool
+    observed.detach();
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
   }
@@ -167,7 +169,6 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
 function warmGateway(config, url) {
   return new Gateway(warmConfig(config, url), {
     log: createLogger({ component: 'gateway', level: 'error', console: false }),
-    metrics: new Metrics({ collectDefault: false }),
   });
 }
 

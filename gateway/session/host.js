@@ -5,7 +5,7 @@
 // matters (config, resolver), so a reload (SIGHUP) reaches a running session's next query.
 //
 //   config            the validated config (limits, deadlineMs, protocol.versions, duplicates, des, log)
-//   log, metrics      a winston logger and a Metrics
+//   log               a winston logger
 //   resolver          what queries are dispatched to: a backend Dispatcher (backend/handle.js)
 //   profile, serialize the wire numbering (config `protocol`) and its serializer
 //   connectionLog     the process-wide log budget for what any peer can cause (connection-log.js)
@@ -14,11 +14,10 @@ const { ConnectionLog } = require('./connection-log');
 
 class SessionHost {
   constructor({
-    config, log, metrics, resolver = null, profile, serialize,
+    config, log, resolver = null, profile, serialize,
   }) {
     this.config = config;
     this.log = log;
-    this.metrics = metrics;
     this.resolver = resolver;
     this.profile = profile;
     this.serialize = serialize;

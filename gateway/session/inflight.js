@@ -45,17 +45,16 @@ class InFlight {
   /**
    * onDeadline(p, lateMs): called when a query's budget runs out, with p still unsettled, and how
    * long after its deadline that is (a busy event loop fires timers late); onOutcome(p, outcome):
-   * the backend's outcome for p; metrics: where abortAll counts the queries it drops
-   * (queries_in_flight is read from `size` at scrape time); now: the clock deadlines are read on
-   * (performance.now(); a test's own clock).
+   * the backend's outcome for p; onLost(p, outcome): p is dropped unanswered by abortAll (the
+   * connection is gone), under that outcome label; now: the clock deadlines are read on (performance.now(); a test's own clock).
    */
   constructor({
-    onDeadline, onOutcome, metrics, now = () => performance.now(),
+    onDeadline, onOutcome, onLost = () => {}, now = () => performance.now(),
   }) {
     this.onDeadline = onDeadline;
     this.onOutcome = onOutcome;
+    this.onLost = onLost;
     this.now = now;
-    this.metrics = metrics;
     this.queries = new Set(); // in arrival order
     this.timer = null;
     this.timerAt = Infinity; // when the timer fires (performance.now() time)
@@ -101,7 +100,7 @@ class InFlight {
     for (const p of [...this.queries]) {
       this.settle(p);
       if (p.handle !== null) p.handle.abort();
-      this.metrics.observeQuery(p.query.subtype, outcome, p.elapsed());
+      this.onLost(p, outcome);
     }
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;

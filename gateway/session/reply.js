@@ -10,6 +10,7 @@ const { messageOf } = require('../../lib/errors');
 const { ReplyWriter } = require('../answer/writer');
 const { KIND, LABEL, labelOf } = require('../backend/outcome');
 const { ASCII } = require('../answer/fit');
+const { labelsOf } = require('./diagnostics');
 
 const ASCII_TEXT = () => ASCII;
 
@@ -46,7 +47,7 @@ class Replies {
       const n = s.throttle.hit('answer-error');
       if (n) s.log.error(
         'could not turn the backend answer into a reply',
-        { session: s.id, invokeId: q.invokeId, subtype: q.subtype, error: messageOf(err), count: n }
+        { ...labelsOf(q), session: s.id, invokeId: q.invokeId, subtype: q.subtype, error: messageOf(err), count: n }
       );
       return [LABEL.HOST_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded')];
     }
@@ -60,9 +61,9 @@ class Replies {
       default: {
         if (outcome.err) {
           const n = s.throttle.hit('internal');
-          if (n) s.log.error('internal error while answering a query', { session: s.id, error: messageOf(outcome.err), count: n });
+          if (n) s.log.error('internal error while answering a query', { ...labelsOf(q), session: s.id, error: messageOf(outcome.err), count: n });
         }
-        if (s.debug) s.log.debug('backend failed', { session: s.id, invokeId: q.invokeId, reason: outcome.reason, cause: outcome.detail });
+        if (s.debug) s.log.debug('backend failed', { ...labelsOf(q), session: s.id, invokeId: q.invokeId, reason: outcome.reason, cause: outcome.detail });
         return [labelOf(outcome), this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, outcome.text)];
       }
     }
@@ -77,19 +78,23 @@ class Replies {
     } catch (err) {
       if (!(err instanceof EncodeError)) throw err;
       const n = s.throttle.hit('encode');
-      if (n) s.log.error('backend answer could not be encoded', { session: s.id, invokeId: q.invokeId, error: err.message, count: n });
+      if (n) s.log.error('backend answer could not be encoded', { ...labelsOf(q), session: s.id, invokeId: q.invokeId, error: err.message, count: n });
       return [LABEL.HOST_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded')];
     }
     const { buf, notes } = built;
     if (notes.length > 0) {
       const n = s.throttle.hit('adjusted');
-      if (n) s.log.warn('backend answer adjusted to fit GED-145', { session: s.id, invokeId: q.invokeId, subtype: q.subtype, changes: notes, count: n });
+      if (n) {
+        s.log.warn('backend answer adjusted to fit GED-145', {
+          ...labelsOf(q), session: s.id, invokeId: q.invokeId, subtype: q.subtype, changes: notes, count: n,
+        });
+      }
     }
     if (buf === null) {
       const n = s.throttle.hit('too-large');
       if (n) s.log.error(
         `backend answer does not fit one frame (limits.maxMessageLength ${this.writer.maxBody}) even without ECC entries`,
-        { session: s.id, invokeId: q.invokeId, subtype: q.subtype, count: n }
+        { ...labelsOf(q), session: s.id, invokeId: q.invokeId, subtype: q.subtype, count: n }
       );
       return [LABEL.HOST_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer too large for one message')];
     }

@@ -31,6 +31,10 @@ const { Replies } = require('./reply');
 const { describeQuery } = require('./redact');
 const { LogThrottle } = require('../../lib/log-throttle');
 const { KeyCheck } = require('./key-check');
+const { SESSION_STATE: S } = require('./states');
+const {
+  channels, QueryView, labelsOf, statusOfLabel,
+} = require('./diagnostics');
 
 let nextSessionId = 1;
 const LIVE = 'live';
@@ -62,10 +66,9 @@ class Session {
     this.limits = config.limits;
     this.log = log;
     this.debug = this.log.isLevelEnabled('debug');
-    this.metrics = gateway.metrics;
     this.throttle = new LogThrottle();
 
-    this.state = 'connected';
+    this.state = S.CONNECTED;
     this.peer = `${socket.remoteAddress}:${socket.remotePort}`;
     this.connectedAt = new Date();
     this.lastHeartbeatAt = 0;
@@ -79,7 +82,7 @@ class Session {
     this.inflight = new InFlight({
       onDeadline: (p, lateMs) => this.expire(p, lateMs),
       onOutcome: (p, outcome) => this.complete(p, outcome),
-      metrics: this.metrics,
+      onLost: (p, outcome) => this.onLost(p, outcome),
     });
     this.profile = gateway.profile; // the wire numbering (config `protocol`), and its serializer
     this.serialize = gateway.serialize;
@@ -122,6 +125,22 @@ class Session {
       profile: this.profile,
     });
     this.log.info('router connected', { session: this.id, peer: this.peer });
+    if (channels.sessionOpen.hasSubscribers) channels.sessionOpen.publish({ gateway, session: this });
+  }
+
+  /** The router's side as its OPEN_REQ names it (ConnectInfo), null before one. */
+  get side() {
+    return this.connectInfo === undefined ? null : this.connectInfo;
+  }
+
+  setState(to) {
+    const from = this.state;
+    this.state = to;
+    if (channels.sessionState.hasSubscribers) {
+      channels.sessionState.publish({
+        gateway: this.gateway, session: this, from, to,
+      });
+    }
   }
 
   /** Requests in the backlog, not dispatched yet. */
@@ -244,7 +263,7 @@ class Session {
   }
 
   onOpen(msg) {
-    if (this.state === 'open') {
+    if (this.state === S.OPEN) {
       this.failure(msg.invokeId, STATUS.E_AG_SESSION_ACTIVE, 'session is already open');
       return;
     }
@@ -265,9 +284,9 @@ class Session {
     this.clearOpenTimer();
     // Each OPEN sets encryption afresh: an encrypted session closed and reopened plain is plain.
     this.setSessionKey(agreed.sessionKey);
-    this.state = 'open';
     this.openedAt = new Date();
     this.connectInfo = agreed.connectInfo;
+    this.setState(S.OPEN);
     this.version = agreed.version;
     this.idleTimeoutMs = agreed.idleTimeoutMs;
     this.link.setIdleTimeout(this.idleTimeoutMs);
@@ -324,13 +343,13 @@ class Session {
     // Answered at once, never queued behind queries (docs/protocol.md, timing).
     this.counters.heartbeats++;
     this.lastHeartbeatAt = Date.now();
-    this.metrics.heartbeats.inc();
+    if (channels.heartbeat.hasSubscribers) channels.heartbeat.publish({ gateway: this.gateway, session: this });
     this.send(this.serialize.heartbeatConf(msg.invokeId));
   }
 
   onCloseReq(msg) {
-    if (this.state === 'open') {
-      this.state = 'closing';
+    if (this.state === S.OPEN) {
+      this.setState(S.CLOSING);
       this.gateway.releaseSession(this);
       this.log.info('CLOSE_REQ received; answering once in-flight queries are done', { session: this.id, peer: this.peer, inFlight: this.inflight.size });
     }
@@ -340,7 +359,7 @@ class Session {
   }
 
   onParam(msg) {
-    if (this.state !== 'open') {
+    if (this.state !== S.OPEN) {
       this.failure(msg.invokeId, STATUS.E_AG_SESSION_INACTIVE, 'no open session');
       return;
     }
@@ -355,7 +374,7 @@ class Session {
    * for a query that waited in the backlog, which is answered at once if its deadline has passed.
    */
   onQuery(q, receivedAt, now) {
-    if (this.state !== 'open') {
+    if (this.state !== S.OPEN) {
       this.failure(q.invokeId, STATUS.E_AG_SESSION_INACTIVE, 'no open session');
       return;
     }
@@ -372,10 +391,11 @@ class Session {
     }
     const { resolver, config } = this.gateway;
     const p = this.inflight.add(q, config.deadlineMs, receivedAt);
+    if (channels.queryStart.hasSubscribers) this.publishStart(q, p.start);
     // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
     // backend is not asked a question nobody waits for any more.
     const late = now !== undefined && p.deadlineAt <= now;
-    if (this.debug && !late) this.log.debug('query', describeQuery(q, this.id, this.redact));
+    if (this.debug && !late) this.log.debug('query', { ...labelsOf(q), ...describeQuery(q, this.id, this.redact) });
     // group: the backend shares its connections out between sessions by it (engines/undici.js, Origin).
     p.handle = resolver.dispatch(q, p.deadlineAt, this.id, p, !late);
     if (late) this.expire(p);
@@ -409,12 +429,32 @@ class Session {
   }
 
   finishQuery(p, q, outcome, reply) {
-    const seconds = p === null ? 0 : p.elapsed();
     // First: the books can wait, the router cannot. An answer at the deadline leaves this tick.
     this.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
     this.outcomes[outcome] = (this.outcomes[outcome] || 0) + 1;
-    this.metrics.observeQuery(q.subtype, outcome, seconds);
+    if (channels.querySettle.hasSubscribers) this.publishSettle(q, p, outcome);
     if (p !== null) this.afterSettle();
+  }
+
+  /** ged145:query:start: the query's view, kept on the message for its log lines and the backend's (q.view). */
+  publishStart(q, receivedAt) {
+    q.view = new QueryView(q, this.side, receivedAt);
+    channels.queryStart.publish({ gateway: this.gateway, session: this, query: q.view });
+  }
+
+  /** ged145:query:settle; p is null for a query answered without going in flight (a duplicate, a wrong key) or lost in the backlog. */
+  publishSettle(q, p, outcome) {
+    const now = performance.now();
+    if (q.view === undefined) q.view = new QueryView(q, this.side, p === null ? now : p.start);
+    channels.querySettle.publish({
+      gateway: this.gateway,
+      session: this,
+      query: q.view,
+      outcome,
+      status: statusOfLabel(outcome),
+      ms: p === null ? 0 : now - p.start,
+      late: p !== null && (p.expired || now >= p.deadlineAt),
+    });
   }
 
   afterSettle() {
@@ -446,7 +486,11 @@ class Session {
   // ---- errors and closing ------------------------------------------------------------------
 
   onProtocolError(err) {
-    this.metrics.protocolErrors.inc({ code: err.reason });
+    if (channels.protocolError.hasSubscribers) {
+      channels.protocolError.publish({
+        gateway: this.gateway, session: this, code: err.reason, fatal: err.fatal === true,
+      });
+    }
     if (err.fatal) {
       // The stream cannot be trusted past this frame, but the queries read before it are intact:
       // they are answered first, then FAILURE_EVENT, then a lingering close.
@@ -527,18 +571,19 @@ class Session {
 
   onClose() {
     if (this.phase === CLOSED) return;
-    const wasOpen = this.state === 'open';
+    const wasOpen = this.state === S.OPEN;
     this.phase = CLOSED;
-    this.state = 'closed';
+    this.setState(S.CLOSED);
     this.clearOpenTimer();
     // Queries the router will get no answer to, because it went away: in flight, or waiting.
     let lost = this.inflight.size;
     this.inflight.abortAll(LABEL.LOST);
     for (let i = this.backlogHead; i < this.backlog.length; i++) {
-      const { msg } = this.backlog[i];
+      const { msg, receivedAt } = this.backlog[i];
       if (msg.typeId !== T.QUERY_REQ) continue;
       lost++;
-      this.metrics.observeQuery(msg.subtype, LABEL.LOST, 0);
+      if (channels.queryStart.hasSubscribers) this.publishStart(msg, receivedAt);
+      if (channels.querySettle.hasSubscribers) this.publishSettle(msg, null, LABEL.LOST);
     }
     this.backlog = [];
     this.backlogHead = 0;
@@ -555,6 +600,14 @@ class Session {
       ...this.tally(),
       outcomes: { ...this.outcomes, ...(lost > 0 ? { [LABEL.LOST]: lost } : {}) },
     });
+    if (channels.sessionClose.hasSubscribers) {
+      channels.sessionClose.publish({ gateway: this.gateway, session: this, reason: this.closeReason || 'closed by router' });
+    }
+  }
+
+  /** A query in flight the router went away from (InFlight.abortAll): counted, never answered. */
+  onLost(p, outcome) {
+    if (channels.querySettle.hasSubscribers) this.publishSettle(p.query, p, outcome);
   }
 
   // ---- views -------------------------------------------------------------------------------
@@ -622,7 +675,7 @@ function endDrained(session) {
 
 function onOpenTimeout(session) {
   session.openTimer = null;
-  if (!session.reading || session.state !== 'connected') return;
+  if (!session.reading || session.state !== S.CONNECTED) return;
   session.log.warn(`no OPEN_REQ within ${session.limits.openTimeoutMs} ms; closing the connection`, { session: session.id, peer: session.peer });
   session.destroy('open timeout');
 }

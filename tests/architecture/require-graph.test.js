@@ -47,6 +47,29 @@ function cycles(graph) {
   return found;
 }
 
+/** The modules reachable from `from` in graph, itself included. */
+function reachable(graph, from) {
+  const seen = new Set();
+  const visit = (file) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const dep of graph.get(file) || []) visit(dep);
+  };
+  for (const f of from) visit(f);
+  return seen;
+}
+
+/** What the core (gateway/server.js, session/, answer/) reaches in ops/: nothing, operations subscribe from above. */
+function coreReachesOps(graph) {
+  const core = [...graph.keys()].filter((f) => {
+    const rel = path.relative(ROOT, f);
+    return rel === path.join('gateway', 'server.js') || rel.startsWith(`gateway${path.sep}session${path.sep}`)
+      || rel.startsWith(`gateway${path.sep}answer${path.sep}`);
+  });
+  const ops = `gateway${path.sep}ops${path.sep}`;
+  return { core, ops: [...reachable(graph, core)].map((f) => path.relative(ROOT, f)).filter((rel) => rel.startsWith(ops)) };
+}
+
 describe('require graph', () => {
   it('gateway/ and lib/ have no import cycle', () => {
     const graph = requireGraph(['gateway', 'lib']);
@@ -61,6 +84,22 @@ describe('require graph', () => {
       .map((d) => `${path.relative(ROOT, file)} -> ${path.relative(ROOT, d)}`));
     assert.ok(graph.size > 20, `${graph.size} modules`);
     assert.deepEqual(upward, []);
+  });
+
+  it('the core (server.js, session/, answer/) requires nothing from gateway/ops/, not even through another module', () => {
+    const { core, ops } = coreReachesOps(requireGraph(['gateway', 'lib']));
+    assert.ok(core.length > 12, `${core.length} core modules`);
+    assert.deepEqual(ops, []);
+  });
+
+  it('finds a path from the core to ops/ when there is one (the check can fail)', () => {
+    const f = (rel) => path.join(ROOT, rel);
+    const graph = new Map([
+      [f('gateway/server.js'), [f('gateway/session/session.js')]],
+      [f('gateway/session/session.js'), [f('lib/logger.js')]],
+      [f('lib/logger.js'), [f('gateway/ops/metrics.js')]],
+    ]);
+    assert.deepEqual(coreReachesOps(graph).ops, [path.join('gateway', 'ops', 'metrics.js')]);
   });
 
   it('finds a cycle when there is one (the check can fail)', () => {

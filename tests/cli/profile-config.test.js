@@ -115,7 +115,7 @@ describe('protocol compatibility profile, end to end', function () {
       }
       // The wire itself, after both gateways started: 5 is a heartbeat to one, 7 to the other (the
       // swap is symmetric, so the reply's type alone cannot tell a heartbeat from a close: the count can).
-      const heartbeats = async (st) => Number(/ged145_heartbeats_total (\d+)/.exec(await st.gateway.metrics.text())[1]);
+      const heartbeats = async (st) => Number(/ged145_heartbeats_total (\d+)/.exec(await st.gw.metrics())[1]);
       for (const [st, type, reply] of [[stacks[0], 5, 6], [stacks[1], 7, 8]]) {
         const before = await heartbeats(st);
         assert.deepEqual(await heartbeatAt(st.port, type), [reply, 9]);

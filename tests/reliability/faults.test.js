@@ -23,7 +23,7 @@ const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Sum of ged145_queries_total by outcome, from the gateway's own metrics. */
 async function queryMetrics(stack) {
-  const text = await stack.gateway.metrics.text();
+  const text = await stack.gw.metrics();
   const out = {};
   for (const m of text.matchAll(/^ged145_queries_total\{subtype="[^"]*",outcome="([^"]+)"\} (\d+)/gm)) out[m[1]] = (out[m[1]] || 0) + Number(m[2]);
   return out;
@@ -97,7 +97,7 @@ describe('reliability: faults', function () {
       await wait(50);
       assert.ok(backend.requests.every((e) => e.closed), 'all backend requests aborted');
       assert.equal(stack.gateway.inFlight(), 0);
-      assert.match(await stack.gateway.metrics.text(), /ged145_queries_in_flight 0\n/);
+      assert.match(await stack.gw.metrics(), /ged145_queries_in_flight 0\n/);
       assert.deepEqual(unhandled, []);
       const m = await queryMetrics(stack);
       assert.equal(m.lost_router_gone, n);

@@ -1,5 +1,7 @@
 'use strict';
 
+/* global SESSION_STATE */ // the core's session states (session/states.js), put in place by status-page.js
+
 // The status page's script: asks /status once a second and redraws every part in place. Text
 // that comes from routers or the backend (connectInfo, subtypes, errors) only ever becomes
 // textContent, never markup.
@@ -135,7 +137,7 @@
     const no60 = Object.entries(failed60).filter(([k]) => CHOSEN.has(k)).reduce((a, [, v]) => a + v, 0);
     const health = st.backend.length !== undefined ? st.backend : [st.backend];
     const backendState = health.every((b) => b.state === 'reachable') ? 'reachable' : 'failing';
-    const open = st.sessions.filter((s) => s.state === 'open').length;
+    const open = st.sessions.filter((s) => s.state === SESSION_STATE.OPEN).length;
     const tile = (label, value, cls, note) => h('div', { class: 'tile' },
       h('small', null, label), h('b', { class: cls || '' }, value), note ? h('small', null, note) : null);
     replace($('tiles'),
@@ -165,7 +167,7 @@
     const sessionHead = ['peer', 'connect info', ...(multi ? ['worker'] : []), 'state', 'opened', 'queries', 'ok', 'app error', 'failed', 'in flight',
       'waiting', 'last heartbeat', 'DES', 'TLS'];
     replace($('sessions'), row(sessionHead, true), st.sessions.map((s) => row([s.peer, s.connectInfo || '-', ...(multi ? [String(s.pid)] : []),
-      { text: s.state, class: s.state === 'open' ? 'ok' : 'warn' }, time(s.openedAt), num(fmt(s.counters.queries)), num(fmt(s.counters.ok)),
+      { text: s.state, class: s.state === SESSION_STATE.OPEN ? 'ok' : 'warn' }, time(s.openedAt), num(fmt(s.counters.queries)), num(fmt(s.counters.ok)),
       num(fmt(s.counters.appError || 0), 'chosen'), num(fmt(s.counters.failed), s.counters.failed > 0 ? 'bad' : ''),
       num(fmt(s.inFlight)), num(fmt(s.waiting || 0)), ago(s.lastHeartbeatAt), s.encrypted ? 'yes' : 'no', s.tls ? 'yes' : 'no'])));
     const refused = Object.entries(st.refused).filter(([, n]) => n > 0);

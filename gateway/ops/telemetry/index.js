@@ -15,12 +15,12 @@ const DROPPED = 'ged145_trace_spans_dropped_total';
 const present = (v) => v !== undefined && v !== null;
 
 class Tracing {
-  constructor(gateway, traces, { log }) {
+  constructor(gateway, traces, { log, registry }) {
     const { createTracer } = require('./tracer');
     const { QuerySpans } = require('./spans');
     this.log = log;
     this.settings = traces;
-    this.dropped = droppedCounter(gateway.metrics.registry);
+    this.dropped = droppedCounter(registry);
     this.unlogged = 0;
     this.loggedAt = null;
     const { tracer, provider, processor } = createTracer(traces, { onDrop: (count, reason, error) => this.onDrop(count, reason, error) });
@@ -85,12 +85,13 @@ function describe(error) {
 /**
  * Traces for gateway, when its configuration or the environment turns them on: a Tracing (stop()
  * it after the gateway), or null. Problems in the environment are warned about, once each.
+ * registry: the gateway's Prometheus registry (ops/attach.js), where dropped spans are counted.
  */
-function startTracing(gateway, config, { log, env = process.env }) {
+function startTracing(gateway, config, { log, env = process.env, registry = gateway.metrics.registry }) {
   const { traces, problems } = resolveTraces(config.telemetry.traces, env);
   for (const problem of problems) log.warn(`traces: ${problem}; ignored`);
   if (!traces.on) return null;
-  const tracing = new Tracing(gateway, traces, { log });
+  const tracing = new Tracing(gateway, traces, { log, registry });
   log.info(`traces: to ${shown(traces.endpoint)} (${traces.protocol}) as service.name ${traces.serviceName}, sampler ${traces.sampler}`
     + `${traces.sampler.endsWith('traceidratio') ? ` ${traces.samplerArg}` : ''}${traces.callerData ? ', with caller data' : ''}`);
   return tracing;

@@ -41,7 +41,7 @@ async function storesConnected(...stacks) {
 }
 
 async function outcomes(stack) {
-  const text = await stack.gateway.metrics.text();
+  const text = await stack.gw.metrics();
   const out = {};
   for (const m of text.matchAll(/^ged145_queries_total\{subtype="[^"]*",outcome="([^"]+)"\} (\d+)/gm)) out[m[1]] = (out[m[1]] || 0) + Number(m[2]);
   return out;
@@ -162,7 +162,7 @@ describe('availability', function () {
       assert.deepEqual(stale.vars, first.vars, 'stale before fallback');
       assert.equal(b.requests.length, 3, 'an expired entry asks the backend first');
       assert.deepEqual((await c.ask({ subtype: 'cust', clid: '9999' })).vars, { 1: 'fallback' });
-      const text = await stack.gateway.metrics.text();
+      const text = await stack.gw.metrics();
       assert.match(text, /^ged145_cache_lookups_total\{result="hit"\} 1$/m);
       assert.match(text, /^ged145_cache_lookups_total\{result="stale"\} 1$/m);
       assert.match(text, /^ged145_cache_lookups_total\{result="miss"\} 4$/m);
@@ -180,7 +180,7 @@ describe('availability', function () {
       assert.equal(b.requests.length, 3, 'no CLID, or an empty one: each caller asks the backend');
       assert.notDeepEqual(two.vars, one.vars, "the second caller did not get the first one's answer");
       assert.notDeepEqual(empty.vars, two.vars);
-      assert.match(await stack.gateway.metrics.text(), /^ged145_cache_lookups_total\{result="bypass"\} 3$/m);
+      assert.match(await stack.gw.metrics(), /^ged145_cache_lookups_total\{result="bypass"\} 3$/m);
       const other = await stackWith(b.url, { cache: { key: ['clid'] }, 'breaker.enabled': false });
       const acct = await other.c.ask({ subtype: 'acct', clid: '5551' });
       const balance = await other.c.ask({ subtype: 'balance', clid: '5551' });
@@ -220,7 +220,7 @@ describe('availability', function () {
       const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
       assert.equal(health.backend.cache.entries, bad.length);
       assert.ok(health.backend.cache.bytes > 0 && health.backend.cache.bytes <= health.backend.cache.maxBytes, JSON.stringify(health.backend.cache));
-      assert.match(await stack.gateway.metrics.text(), new RegExp(`^ged145_cache_entries ${bad.length}$`, 'm'));
+      assert.match(await stack.gw.metrics(), new RegExp(`^ged145_cache_entries ${bad.length}$`, 'm'));
     });
 
     it('an entry read from Redis expires from the process with its time in Redis, not never', async () => {
@@ -269,7 +269,7 @@ describe('availability', function () {
       const health = await (await fetch(`http://127.0.0.1:${sideB.stack.adminPort}/health`)).json();
       assert.equal(health.backend.cache.store, 'unreachable');
       assert.ok(sideB.stack.log.lines.some((l) => /cache store \(Redis\) unreachable/.test(l.message)));
-      assert.match(await sideB.stack.gateway.metrics.text(), /^ged145_cache_store_errors_total [1-9]/m);
+      assert.match(await sideB.stack.gw.metrics(), /^ged145_cache_store_errors_total [1-9]/m);
     });
   });
 
@@ -325,7 +325,7 @@ describe('availability', function () {
       let health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
       assert.equal(health.backend.circuits[b.url].state, 'open');
       assert.deepEqual(health.backend.circuits[b.url].routes.map((r) => [r.route, r.state, r.openedOn]), [['s', 'open', 'slow']]);
-      assert.match(await stack.gateway.metrics.text(), /^ged145_backend_circuit_state\{origin="http:\/\/127\.0\.0\.1:\d+"\} 2$/m);
+      assert.match(await stack.gw.metrics(), /^ged145_backend_circuit_state\{origin="http:\/\/127\.0\.0\.1:\d+"\} 2$/m);
       b.mode = 'ok';
       assert.equal((await c.ask({ subtype: 's' })).status, 0, 'sent although the circuit is open: no other origin could take it');
       assert.equal(b.requests.length, 4);
@@ -476,7 +476,7 @@ describe('availability', function () {
       const { stack, c } = await stackWith([deadUrl, live.url], { 'backend.url': [deadUrl, live.url] });
       for (let i = 0; i < 25; i++) assert.equal((await c.ask({ subtype: 's' })).status, 0);
       assert.equal(live.requests.length, 25);
-      const text = await stack.gateway.metrics.text();
+      const text = await stack.gw.metrics();
       assert.match(text, /^ged145_backend_retries_total [1-9]/m);
       const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
       assert.equal(health.backend.circuits[deadUrl].state, 'open', 'the dead origin is skipped from now on');

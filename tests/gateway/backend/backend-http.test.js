@@ -77,7 +77,7 @@ describe('backend HTTP behaviour', function () {
           assert.equal(r.vars[1], 'fresh');
         }
         assert.ok(backend.stats.reset >= 10, `the server broke reused connections (${backend.stats.reset})`);
-        const metrics = await stack.gateway.metrics.text();
+        const metrics = await stack.gw.metrics();
         assert.match(metrics, new RegExp(`ged145_backend_reconnects_total ${backend.stats.reset}\\b`));
         const health = stack.gateway.resolver.toJSON();
         assert.equal(health.consecutiveFailures, 0);
@@ -121,7 +121,7 @@ describe('backend HTTP behaviour', function () {
         assert.ok(failed.length >= 4);
         assert.ok(failed.every((r) => r.status === STATUS.E_AG_HOST_ERROR1));
         assert.equal(stack.gateway.resolver.toJSON().origins[backend.url].byReason.reset, failed.length);
-        assert.doesNotMatch(await stack.gateway.metrics.text(), /ged145_backend_reconnects_total [1-9]/);
+        assert.doesNotMatch(await stack.gw.metrics(), /ged145_backend_reconnects_total [1-9]/);
       });
     } finally {
       await backend.close();
@@ -259,7 +259,7 @@ describe('backend HTTP behaviour', function () {
         assert.equal(contract.headers.authorization, `Basic ${Buffer.from('ged:pa55').toString('base64')}`);
         assert.equal(bearer.headers.authorization, 'Bearer file-token-123');
         assert.equal(none.headers.authorization, undefined);
-        const seen = JSON.stringify(await stack.gateway.status()) + stack.log.lines.map((l) => JSON.stringify(l)).join('\n');
+        const seen = JSON.stringify(await stack.gw.snapshot()) + stack.log.lines.map((l) => JSON.stringify(l)).join('\n');
         for (const secret of ['pa55', 'file-token-123']) assert.ok(!seen.includes(secret), `${secret} is in no log line or /status`);
       }, { env: { GED145_TEST_KEY: 'k3y', GED145_TEST_PASSWORD: 'pa55' } });
     } finally {

@@ -178,13 +178,13 @@ describe('backend state: a dead backend is visible', function () {
       const failing = stack.log.lines.filter((l) => /^backend failing/.test(l.message));
       assert.equal(failing.length, 1);
       assert.equal(failing[0].level, 'warn');
-      let text = await stack.gateway.metrics.text();
+      let text = await stack.gw.metrics();
       assert.match(text, /^ged145_backend_up 0$/m);
       assert.match(text, /^ged145_backend_responses_total\{class="5xx"\} 8$/m);
       up = true;
       await burst(2);
       assert.equal((await health()).state, 'reachable');
-      text = await stack.gateway.metrics.text();
+      text = await stack.gw.metrics();
       assert.match(text, /^ged145_backend_up 1$/m);
       assert.match(text, /^ged145_backend_responses_total\{class="2xx"\} 5$/m);
       assert.match(text, /^ged145_backend_duration_seconds_count 13$/m);

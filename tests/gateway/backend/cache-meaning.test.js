@@ -30,7 +30,7 @@ async function customerApi() {
 }
 
 async function outcomes(stack) {
-  const text = await stack.gateway.metrics.text();
+  const text = await stack.gw.metrics();
   const out = {};
   for (const m of text.matchAll(/^ged145_queries_total\{subtype="[^"]*",outcome="([^"]+)"\} (\d+)/gm)) out[m[1]] = (out[m[1]] || 0) + Number(m[2]);
   return out;

@@ -136,11 +136,11 @@ describe('a handler module\'s bugs', function () {
       const lines = stack.log.lines.filter((l) => /^handler module answered .*, not an object/.test(l.message));
       assert.deepEqual(lines.map((l) => l.message.split(' ')[3]), ['a', 'a', 'an', 'a', 'null,', 'nothing,']);
       assert.ok(lines.every((l) => l.level === 'error' && l.subtype === 'careless'));
-      const metrics = await stack.gateway.metrics.text();
+      const metrics = await stack.gw.metrics();
       assert.match(metrics, /ged145_handler_errors_total\{subtype="careless",kind="bad_answer"\} 6\b/);
       assert.match(metrics, /ged145_queries_total\{subtype="careless",outcome="host_error"\} 6\b/);
       assert.match(metrics, /ged145_backend_failures_total\{reason="bad_answer"\} 6\b/);
-      const { handlers } = await stack.gateway.status();
+      const { handlers } = await stack.gw.snapshot();
       assert.equal(handlers.careless.badAnswers, 6);
       assert.equal(handlers.careless.lastError, 'bad answer: nothing, not an object');
     });

@@ -216,12 +216,12 @@ describe('queries against a backend that misbehaves', () => {
     while (held.length < 50 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
     assert.equal(held.length, 50);
     assert.equal(stack.gateway.inFlight(), 50);
-    assert.match(await stack.gateway.metrics.text(), /ged145_queries_in_flight 50\n/);
+    assert.match(await stack.gw.metrics(), /ged145_queries_in_flight 50\n/);
     client.socket.resetAndDestroy(); // a reset: the router is gone (a FIN alone is a half-close, answered first)
     while (backend.requests.slice(-50).some((e) => !e.closed) && Date.now() < until + 2000) await new Promise((r) => setTimeout(r, 10));
     assert.ok(backend.requests.slice(-50).every((e) => e.closed), 'every backend request was aborted');
     assert.equal(stack.gateway.inFlight(), 0);
-    const metrics = await stack.gateway.metrics.text();
+    const metrics = await stack.gw.metrics();
     assert.match(metrics, /ged145_queries_in_flight 0\n/);
   });
 });

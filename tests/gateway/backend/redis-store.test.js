@@ -40,7 +40,7 @@ async function health(stack) {
 }
 
 async function outcomes(stack) {
-  const text = await stack.gateway.metrics.text();
+  const text = await stack.gw.metrics();
   const out = {};
   for (const m of text.matchAll(/^ged145_queries_total\{subtype="[^"]*",outcome="([^"]+)"\} (\d+)/gm)) out[m[1]] = (out[m[1]] || 0) + Number(m[2]);
   return out;
@@ -138,7 +138,7 @@ describe('the shared cache store when Redis freezes', function () {
     assert.deepEqual([during.missing, during.duplicated], [0, 0], JSON.stringify(during));
     assert.ok(during.late <= during.sent / 50, `answered before 300 ms: ${JSON.stringify(during)}`);
     assert.ok(mix.ok > 0 && mix.stale > 0, `backend and stale answers while Redis is frozen: ${JSON.stringify(mix)}`);
-    assert.match(await stack.gateway.metrics.text(), /^ged145_cache_store_up\{store="redis"\} 0$/m);
+    assert.match(await stack.gw.metrics(), /^ged145_cache_store_up\{store="redis"\} 0$/m);
     assert.ok(stack.log.lines.some((l) => /cache store \(Redis\) unresponsive: \d+ commands in a row not answered within 100 ms/.test(l.message)));
 
     redis.thaw();
@@ -156,7 +156,7 @@ describe('the shared cache store when Redis freezes', function () {
     assert.ok(answered >= 1);
     await wait(100);
     assert.equal(await r.dbsize(), keysBefore + answered, 'written to again');
-    assert.match(await stack.gateway.metrics.text(), /^ged145_cache_store_up\{store="redis"\} 1$/m);
+    assert.match(await stack.gw.metrics(), /^ged145_cache_store_up\{store="redis"\} 1$/m);
     // The figures, for the record.
     process.stdout.write(`      frozen Redis, ${RATE} queries/s: unresponsive after ${downAfterMs} ms; router ${JSON.stringify(during)}; `
       + `outcomes ${JSON.stringify(mix)}; ioredis queue <= ${queued}, socket buffer <= ${buffered} B; connected ${backAfterMs} ms after SIGCONT\n`);

@@ -14,7 +14,7 @@ describe('Grafana dashboard', () => {
     assert.ok(names.size >= 12, [...names].join());
     const stack = await startStack({ gateway: { cache: { ttlMs: 1000 } } });
     try {
-      const text = await stack.gateway.metrics.text();
+      const text = await stack.gw.metrics();
       const exported = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
       for (const n of names) assert.ok(exported.has(n), `${n} is not exported`);
     } finally {

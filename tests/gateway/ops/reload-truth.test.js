@@ -237,7 +237,7 @@ describe('reload: what it does and what it reports', function () {
         c.query(i, { subtype: 's' });
         await c.waitFor((m) => m.invokeId === i);
       }
-      const up = async () => Number(/^ged145_backend_up (\d)/m.exec(await stack.gateway.metrics.text())[1]);
+      const up = async () => Number(/^ged145_backend_up (\d)/m.exec(await stack.gw.metrics())[1]);
       assert.deepEqual([stack.gateway.resolver.toJSON().state, await up()], ['failing', 0]);
       stack.gateway.reload(loadConfig({ env: {}, overrides: { ...overrides, 'backend.url': api.url } }));
       const health = await json(stack.adminPort, 'health');

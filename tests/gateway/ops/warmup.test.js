@@ -26,7 +26,7 @@ describe('gateway warm-up', () => {
       const line = stack.log.lines.find((l) => /^warmed up in \d+ ms$/.test(l.message));
       assert.ok(line, JSON.stringify(stack.log.lines.map((l) => l.message)));
       assert.equal(backend.requests.length, 0, 'the real backend saw no warm-up request');
-      assert.doesNotMatch(await stack.gateway.metrics.text(), /subtype="warmup"/);
+      assert.doesNotMatch(await stack.gw.metrics(), /subtype="warmup"/);
       // The warm-up's own sessions (a gateway of its own, on a throwaway port) log nowhere.
       assert.deepEqual(stack.log.lines.filter((l) => l.session !== undefined), []);
       assert.equal(stack.gateway.sessions.size, 0);

@@ -433,7 +433,7 @@ describe('hardening: router side', function () {
       }))));
       c.query(999, { subtype: 'route.one' });
       await c.waitForCount(302);
-      const text = await stack.gateway.metrics.text();
+      const text = await stack.gw.metrics();
       const labels = new Set([...text.matchAll(/^ged145_queries_total\{subtype="((?:[^"\\]|\\.)*)"/gm)].map((m) => m[1]));
       assert.ok(labels.has('route.one'), [...labels].join(','));
       assert.ok(labels.has('(other)'));

@@ -19,7 +19,7 @@ function setup() {
       expired.push([p.query.invokeId, lateMs]);
       inflight.settle(p);
     },
-    metrics: { observeQuery: (subtype, outcome) => counted.push(outcome) },
+    onLost: (p, outcome) => counted.push(outcome),
   });
   return {
     clock, inflight, expired, counted, busy,

@@ -43,7 +43,7 @@ describe('gateway limits and admin port', () => {
       await c.waitClosed();
       assert.equal(c.messages.length, 0);
       assert.equal(stack.gateway.sessions.size, 0);
-      assert.match(await stack.gateway.metrics.text(), /ged145_connections_refused_total\{reason="allowlist"\} 1/);
+      assert.match(await stack.gw.metrics(), /ged145_connections_refused_total\{reason="allowlist"\} 1/);
     } finally {
       await stack.stop();
     }
@@ -136,7 +136,7 @@ describe('gateway limits and admin port', () => {
       const idle = await WireClient.connect(stack.port); // connected, no session yet
       c.send(serialize.closeReq(9));
       await c.waitFor((m) => m.invokeId === 9);
-      const states = await stack.gateway.metrics.text();
+      const states = await stack.gw.metrics();
       assert.match(states, /ged145_sessions\{state="connected"\} 1/);
       assert.match(states, /ged145_sessions\{state="open"\} 0/);
       assert.match(states, /ged145_sessions\{state="closing"\} 1/);
@@ -198,7 +198,7 @@ describe('gateway limits and admin port', () => {
     await c.open();
     // 200 heartbeats are answered as they are read, so nothing is in flight while the rest of
     // the chunk waits for the next slices; the drain starts at the tenth.
-    const { heartbeats } = stack.gateway.metrics;
+    const { heartbeats } = stack.gw.opened.metrics;
     const inc = heartbeats.inc.bind(heartbeats);
     let seen = 0;
     let stopping = null;

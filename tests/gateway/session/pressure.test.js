@@ -260,6 +260,6 @@ describe('under pressure (default configuration)', function () {
     await wait(100);
     const line = stack.log.lines.find((l) => l.message === 'router disconnected');
     assert.equal(line.abandonedQueries, 7, '3 in flight and 4 waiting');
-    assert.match(await stack.gateway.metrics.text(), /^ged145_queries_total\{subtype="balance",outcome="lost_router_gone"\} 7$/m);
+    assert.match(await stack.gw.metrics(), /^ged145_queries_total\{subtype="balance",outcome="lost_router_gone"\} 7$/m);
   });
 });

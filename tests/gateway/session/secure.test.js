@@ -106,7 +106,7 @@ describe('DES-encrypted sessions', () => {
       assert.deepEqual(Object.keys(s.failures), ['E_AG_INVALID_KEY'], JSON.stringify(s));
       assert.equal(s.failures.E_AG_INVALID_KEY, s.answered);
       assert.ok(s.closes['ErrorThreshold (10) consecutive errors'] >= 5, `the router counts them: ${JSON.stringify(s.closes)}`);
-      const metrics = await own.gateway.metrics.text();
+      const metrics = await own.gw.metrics();
       assert.match(metrics, /ged145_queries_total\{[^}]*outcome="invalid_key"\} \d+/);
       assert.doesNotMatch(metrics, /ged145_queries_total\{[^}]*outcome="ok"\} [1-9]/);
       assert.equal(api.requests.length, 0, 'the backend was never asked');
@@ -191,7 +191,7 @@ describe('TLS listener', function () {
       await router.start();
       await router.runClosedLoop({ window: 2, count: 20 });
       assert.equal((await router.stop()).ok, 20);
-      assert.match(await stack.gateway.metrics.text(), /ged145_connections_refused_total\{reason="tls"\} [1-9]/);
+      assert.match(await stack.gw.metrics(), /ged145_connections_refused_total\{reason="tls"\} [1-9]/);
     } finally {
       await stack.stop();
     }

@@ -1,0 +1,54 @@
+'use strict';
+
+// The channels the listener and the sessions publish on (docs/diagnostics.md lists them, with each
+// message's fields), as undici's lib/core/diagnostics.js: the core names what happens, metrics, the
+// status history and traces subscribe from ops/. Every publisher checks `hasSubscribers` first, so
+// a channel nobody listens to costs one property read and builds no message.
+
+const dc = require('node:diagnostics_channel');
+
+const channels = Object.freeze({
+  sessionOpen: dc.channel('ged145:session:open'),
+  sessionState: dc.channel('ged145:session:state'),
+  sessionClose: dc.channel('ged145:session:close'),
+  heartbeat: dc.channel('ged145:session:heartbeat'),
+  protocolError: dc.channel('ged145:session:protocol-error'),
+  queryStart: dc.channel('ged145:query:start'),
+  querySettle: dc.channel('ged145:query:settle'),
+  connectionRefused: dc.channel('ged145:connection:refused'),
+});
+
+/**
+ * A query as subscribers see it (ged145:query:start and :settle, and the backend's channels as
+ * q.view). fields: the decoded QUERY_REQ (lib/protocol messages.js QueryReq: ced, clid, dn, cdpd,
+ * vars, ecc...), caller data a subscriber reads only by choice; labels: a subscriber MAY add to it
+ * (a trace_id, say): every log line of this query carries them.
+ */
+class QueryView {
+  constructor(q, side, receivedAt) {
+    this.invokeId = q.invokeId;
+    this.subtype = q.subtype;
+    this.side = side;
+    this.receivedAt = receivedAt;
+    this.fields = q;
+    this.labels = {};
+  }
+}
+
+const NO_LABELS = Object.freeze({});
+/** The labels subscribers gave a query, for its log lines (none when nobody subscribed). */
+const labelsOf = (q) => (q.view === undefined ? NO_LABELS : q.view.labels);
+
+/** The FAILURE_CONF status each outcome label is answered with (session.js, reply.js); the others are a QUERY_RESP, or no reply (lost). */
+const FAILURE_OF = Object.freeze({
+  app_error: 'E_AG_HOST_ERROR2',
+  host_error: 'E_AG_HOST_ERROR1',
+  deadline: 'E_AG_HOST_ERROR1',
+  aborted: 'E_AG_HOST_ERROR1',
+  invalid_key: 'E_AG_INVALID_KEY',
+});
+const statusOfLabel = (label) => FAILURE_OF[label] || null;
+
+module.exports = {
+  channels, QueryView, labelsOf, statusOfLabel,
+};
