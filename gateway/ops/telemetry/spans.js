@@ -74,6 +74,12 @@ class QuerySpans {
     return owner === this.gateway || (present(owner) && (owner.gateway === this.gateway || owner === this.gateway.resolver));
   }
 
+  /** The span of the query a backend request is for: the query as query:start gave it, or the core's query whose view that was. */
+  parentOf(query) {
+    if (!present(query)) return undefined;
+    return this.queries.get(query) || (present(query.view) ? this.queries.get(query.view) : undefined);
+  }
+
   queryStart({ gateway, session, query }) {
     if (gateway !== this.gateway) return;
     const span = this.tracer.startSpan(`ged145 query ${printable(query.subtype)}`, { kind: SpanKind.SERVER, startTime: query.receivedAt });
@@ -105,12 +111,9 @@ class QuerySpans {
   }
 
   requestStart({ gateway, query, request }) {
-    let context = ROOT_CONTEXT;
-    if (present(query)) {
-      const parent = this.queries.get(query);
-      if (parent === undefined) return; // a query of another gateway, or one started before tracing
-      context = trace.setSpan(ROOT_CONTEXT, parent);
-    } else if (!this.owns(gateway)) return;
+    const parent = this.parentOf(query);
+    if (parent === undefined && !this.owns(gateway)) return; // another gateway's (the warm-up's), or nobody's
+    const context = parent === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, parent);
     const method = HTTP_METHODS.has(String(request.method).toUpperCase()) ? String(request.method).toUpperCase() : '_OTHER';
     const span = this.tracer.startSpan(request.template ? `${method} ${request.template}` : method, { kind: SpanKind.CLIENT }, context);
     this.requests.set(request, span);
@@ -128,6 +131,7 @@ class QuerySpans {
     if (method === '_OTHER') span.setAttribute('http.request.method_original', String(request.method));
     if (request.template) span.setAttribute('url.template', request.template);
     if (request.attempt > 1) span.setAttribute('http.request.resend_count', request.attempt - 1);
+    if (present(request.retry)) span.setAttribute('ged145.backend.retry', String(request.retry));
   }
 
   requestHeaders({ request, statusCode }) {

@@ -1,0 +1,238 @@
+'use strict';
+
+// Traces end to end: a real gateway process given only the standard OTEL_* environment, a real
+// OTLP/HTTP receiver (tests/helpers/otlp-receiver.js), a backend on loopback that records the raw
+// headers of every request it gets (an OAuth2 token endpoint and a customer lookup), and queries
+// carrying caller data over a real GED-145 session.
+
+const assert = require('node:assert/strict');
+const http = require('node:http');
+const crypto = require('node:crypto');
+const { once } = require('node:events');
+const { STATUS } = require('../../../lib/protocol');
+const { WireClient } = require('../../helpers/wire');
+const { tmpDir } = require('../../helpers/tmp');
+const { startGateway, freePort } = require('../../helpers/real-backend');
+const { startOtlpReceiver } = require('../../helpers/otlp-receiver');
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
+const STALE_TRACEPARENT = '00-11111111111111111111111111111111-2222222222222222-01';
+const wait = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Callers: 5551000NNN known, 5559000NNN unknown (404), 5553000NNN the API fails (503). */
+const clidOf = (id) => `555${[1, 1, 1, 9, 3][id % 5]}000${String(id).padStart(3, '0')}`;
+const accountOf = (id) => `acct-${id}-x7q`;
+
+/** The backend: POST /oauth/token, GET /customers/{clid}; every request's raw headers kept. */
+async function startBackend() {
+  const seen = []; // {method, path, traceparents: [values]}
+  const tokens = new Set();
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const traceparents = [];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].toLowerCase() === 'traceparent') traceparents.push(req.rawHeaders[i + 1]);
+      seen.push({ method: req.method, path: req.url, traceparents });
+      const send = (status, body) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body));
+      };
+      if (req.method === 'POST' && req.url === '/oauth/token') {
+        const token = crypto.randomBytes(8).toString('hex');
+        tokens.add(token);
+        return send(200, { access_token: token, token_type: 'Bearer', expires_in: 300 });
+      }
+      if (!tokens.has(String(req.headers.authorization).replace(/^Bearer /, ''))) return send(401, { error: 'invalid_token' });
+      const clid = /^\/customers\/(\d+)/.exec(req.url);
+      if (clid && clid[1].startsWith('5551')) return send(200, { customer: { tier: 'gold' } });
+      if (clid && clid[1].startsWith('5553')) return send(503, { error: 'down for a moment' });
+      return send(404, { error: 'no such customer' });
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    base: `http://127.0.0.1:${server.address().port}`,
+    seen,
+    close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }),
+  };
+}
+
+function configFor(base) {
+  return {
+    backend: {
+      url: base,
+      headers: { traceparent: STALE_TRACEPARENT }, // an operator's static one: replaced, never sent beside ours
+      auth: {
+        type: 'oauth2', tokenUrl: `${base}/oauth/token`, clientId: 'ged145', clientSecret: 's3cret-client', clientAuth: 'body',
+      },
+    },
+    routes: {
+      cust: { method: 'GET', url: `${base}/customers/{clid}?acct={vars.3}`, response: { 'vars.1': 'customer.tier' } },
+    },
+    log: { level: 'debug' },
+  };
+}
+
+/** This process's environment without any OTEL_* of its own (an empty value is unset, to the SDKs and to the gateway), plus env. */
+function otelOnly(env) {
+  const cleared = Object.fromEntries(Object.keys(process.env).filter((k) => k.startsWith('OTEL_')).map((k) => [k, '']));
+  return { ...cleared, ...env };
+}
+
+async function runQueries(port, ids) {
+  const client = await WireClient.connect(port);
+  try {
+    await client.open();
+    for (const id of ids) {
+      client.query(id, {
+        subtype: 'cust', clid: clidOf(id), dn: '8005550123', vars: { 3: accountOf(id) },
+      });
+    }
+    await client.waitForCount(1 + ids.length, 15_000);
+    return client.messages.slice(1);
+  } finally {
+    client.close();
+  }
+}
+
+/** Each reply is the one its caller should get: gold, 404 -> E_AG_HOST_ERROR2, 503 -> E_AG_HOST_ERROR1. */
+function assertAnswered(replies, ids) {
+  assert.deepEqual(replies.map((r) => r.invokeId).sort((a, b) => a - b), [...ids].sort((a, b) => a - b));
+  for (const r of replies) {
+    const kind = clidOf(r.invokeId)[3];
+    if (kind === '1') assert.equal(r.vars[1], 'gold', JSON.stringify(r));
+    else assert.equal(r.status, kind === '9' ? STATUS.E_AG_HOST_ERROR2 : STATUS.E_AG_HOST_ERROR1, JSON.stringify(r));
+  }
+}
+
+describe('traces end to end: a gateway process with only OTEL_* set, a real OTLP receiver', function () {
+  this.timeout(60_000);
+  const dir = tmpDir('ged145-traces-');
+  let backend;
+  let receiver;
+  beforeEach(async () => {
+    backend = await startBackend();
+    receiver = await startOtlpReceiver();
+  });
+  afterEach(async () => {
+    await backend.close();
+    await receiver.close();
+  });
+
+  for (const protocol of ['http/protobuf', 'http/json']) {
+    it(`${protocol}: every backend request carries one traceparent, naming its span under the query's; service.name; no caller data`, async () => {
+      const g = await startGateway(configFor(backend.base), {
+        dir,
+        env: otelOnly({
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.base, OTEL_EXPORTER_OTLP_PROTOCOL: protocol, OTEL_SERVICE_NAME: 'ged145-e2e', OTEL_BSP_SCHEDULE_DELAY: '100',
+        }),
+      });
+      const ids = Array.from({ length: 20 }, (_, i) => i + 1);
+      let replies;
+      try {
+        replies = await runQueries(g.port, ids);
+        await receiver.waitForSpans((s) => s.filter((x) => x.kind === 2).length >= ids.length && s.filter((x) => x.kind === 3).length >= backend.seen.length);
+      } finally {
+        await g.stop();
+      }
+      assertAnswered(replies, ids);
+      assert.deepEqual(receiver.errors, []);
+      assert.ok(receiver.requests.every((r) => r.contentType === (protocol === 'http/json' ? 'application/json' : 'application/x-protobuf')));
+      const spans = receiver.spans;
+      const byId = new Map(spans.map((s) => [s.spanId, s]));
+      // Every backend request: exactly one valid traceparent, the operator's static one replaced, naming a CLIENT span the receiver holds.
+      assert.ok(backend.seen.length >= ids.length + 1, `${backend.seen.length} backend requests`);
+      for (const req of backend.seen) {
+        assert.equal(req.traceparents.length, 1, `${req.method} ${req.path}: ${JSON.stringify(req.traceparents)}`);
+        const m = TRACEPARENT.exec(req.traceparents[0]);
+        assert.ok(m, req.traceparents[0]);
+        assert.notEqual(req.traceparents[0], STALE_TRACEPARENT);
+        const span = byId.get(m[2]);
+        assert.ok(span, `the span of ${req.method} ${req.path.replace(/\?.*/, '')} is in the receiver`);
+        assert.equal(span.kind, 3);
+        assert.equal(span.traceId, m[1]);
+      }
+      // Each lookup's span sits under its query's span; the token request is a trace of its own.
+      const queries = spans.filter((s) => s.name === 'ged145 query cust');
+      assert.deepEqual(queries.map((s) => s.attributes['ged145.query.invoke_id']).sort((a, b) => a - b), ids);
+      const lookups = spans.filter((s) => s.name === 'GET /customers/{clid}?acct={vars.3}');
+      assert.equal(lookups.length, ids.length);
+      for (const l of lookups) {
+        const q = byId.get(l.parentSpanId);
+        assert.ok(q && q.name === 'ged145 query cust' && q.traceId === l.traceId, 'a lookup span has its query span as parent');
+        const kind = clidOf(q.attributes['ged145.query.invoke_id'])[3];
+        assert.equal(l.attributes['http.response.status_code'], { 1: 200, 9: 404, 3: 503 }[kind]);
+        assert.equal(q.attributes['ged145.query.outcome'], { 1: 'ok', 9: 'app_error', 3: 'host_error' }[kind]);
+        assert.equal(q.status.code, kind === '3' ? 2 : 0);
+      }
+      const token = spans.filter((s) => s.name === 'POST /oauth/token');
+      assert.equal(token.length, backend.seen.filter((r) => r.path === '/oauth/token').length);
+      for (const s of spans) assert.equal(s.resource['service.name'], 'ged145-e2e');
+      // No caller's number, DN or VAR value anywhere in what was exported.
+      const exported = JSON.stringify(spans, (k, v) => (typeof v === 'bigint' ? String(v) : v));
+      for (const id of ids) {
+        assert.ok(!exported.includes(clidOf(id)), `CLID ${clidOf(id)} exported`);
+        assert.ok(!exported.includes(accountOf(id)), `VAR ${accountOf(id)} exported`);
+      }
+      assert.ok(!exported.includes('8005550123'), 'the DN was exported');
+      // The query's log lines carry its trace id: a failed backend call's debug line, here.
+      const failed = queries.find((q) => clidOf(q.attributes['ged145.query.invoke_id'])[3] === '3');
+      assert.match(g.gw.out + g.gw.err, new RegExp(`backend failed.*trace_id=${failed.traceId}`));
+    });
+  }
+
+  it('without OTEL_* nothing is exported, no request carries a traceparent of ours, no drop metric', async () => {
+    // Everything but an endpoint or an exporter: still off.
+    const g = await startGateway(configFor(backend.base), {
+      dir, env: otelOnly({ OTEL_SERVICE_NAME: 'ged145-e2e', OTEL_TRACES_SAMPLER: 'always_on', OTEL_BSP_SCHEDULE_DELAY: '50' }),
+    });
+    try {
+      const ids = [1, 2, 3, 4, 5];
+      assertAnswered(await runQueries(g.port, ids), ids);
+      await wait(300);
+      const metrics = await g.admin('/metrics');
+      assert.doesNotMatch(metrics.text, /ged145_trace_spans_dropped_total/);
+    } finally {
+      await g.stop();
+    }
+    assert.equal(receiver.requests.length, 0);
+    assert.ok(backend.seen.length >= 6);
+    for (const req of backend.seen) {
+      // Only the operator's own header, where it is configured to go (the API's requests, not the token endpoint's).
+      assert.deepEqual(req.traceparents, req.path === '/oauth/token' ? [] : [STALE_TRACEPARENT], `${req.method} ${req.path}`);
+    }
+    assert.doesNotMatch(g.gw.out + g.gw.err, /traces:/);
+  });
+
+  it('with the collector down every query is answered, drops are counted, and the log says so once', async () => {
+    const down = `http://127.0.0.1:${await freePort()}`;
+    const g = await startGateway(configFor(backend.base), {
+      dir,
+      env: otelOnly({
+        OTEL_EXPORTER_OTLP_ENDPOINT: down, OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_BSP_MAX_QUEUE_SIZE: '16', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '8',
+        OTEL_EXPORTER_OTLP_TIMEOUT: '500',
+      }),
+    });
+    let dropped;
+    try {
+      const ids = Array.from({ length: 200 }, (_, i) => i + 1);
+      for (let first = 0; first < ids.length; first += 50) {
+        const round = ids.slice(first, first + 50);
+        assertAnswered(await runQueries(g.port, round), round);
+      }
+      await wait(1200); // the exports under way fail within their timeout
+      const metrics = await g.admin('/metrics');
+      dropped = [...metrics.text.matchAll(/^ged145_trace_spans_dropped_total\{reason="(\w+)"\} (\d+)/gm)].map((m) => [m[1], Number(m[2])]);
+    } finally {
+      await g.stop();
+    }
+    const total = dropped.reduce((n, [, v]) => n + v, 0);
+    assert.ok(total >= 200, JSON.stringify(dropped)); // 200 query spans and 200+ backend spans, nearly all lost
+    const log = g.gw.out + g.gw.err;
+    assert.equal((log.match(/traces: \d+ span\(s\) dropped/g) || []).length, 1, log);
+    assert.doesNotMatch(log, /\n\s+at /, 'no stack trace');
+    assert.doesNotMatch(log, /ECONNREFUSED.*\n.*ECONNREFUSED/, 'one line about the collector');
+  });
+});
