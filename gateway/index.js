@@ -21,11 +21,13 @@ const { attachMetrics } = require('./ops/attach');
  * with nothing left open.
  */
 async function openGateway(config, { log, listenFd = null }) {
+  // Traces before the gateway: its constructor sends its first token request, traced too.
+  const tracing = startTracing(config, { log }); // null when off: the SDK is not loaded
   const gateway = new Gateway(config, { log });
   const metrics = new Metrics();
   const observed = attachMetrics(gateway, metrics); // its metrics and status, from its channels
+  if (tracing) tracing.attach(gateway, { registry: metrics.registry });
   if (config.warmup) warmup.register(gateway);
-  const tracing = startTracing(gateway, config, { log, registry: metrics.registry }); // null when off: the SDK is not loaded
   const stopTracing = () => (tracing ? tracing.stop() : undefined);
   try {
     await gateway.listen({ fd: listenFd });

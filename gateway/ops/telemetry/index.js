@@ -14,23 +14,38 @@ const STOP_MS = 2000; // on stop, the last spans get this long to leave: a colle
 const DROPPED = 'ged145_trace_spans_dropped_total';
 const present = (v) => v !== undefined && v !== null;
 
+/**
+ * Made before its gateway and attached to it right after the gateway's constructor: a gateway's
+ * first token request leaves from its constructor, and is traced too (spans.js, owns()).
+ */
 class Tracing {
-  constructor(gateway, traces, { log, registry }) {
+  constructor(traces, { log }) {
     const { createTracer } = require('./tracer');
     const { QuerySpans } = require('./spans');
     this.log = log;
     this.settings = traces;
-    this.dropped = droppedCounter(registry);
+    this.dropped = null; // the counter, on the gateway's registry once attached
+    this.uncounted = new Map(); // reason -> spans dropped before that
     this.unlogged = 0;
     this.loggedAt = null;
     const { tracer, provider, processor } = createTracer(traces, { onDrop: (count, reason, error) => this.onDrop(count, reason, error) });
     this.provider = provider;
     this.processor = processor;
-    this.spans = new QuerySpans(gateway, tracer, { callerData: traces.callerData }).subscribe();
+    this.spans = new QuerySpans(tracer, { callerData: traces.callerData }).subscribe();
+  }
+
+  /** From now on, only gateway's queries and requests are traced; the drops are counted on registry (the gateway's metrics). */
+  attach(gateway, { registry }) {
+    this.spans.attach(gateway);
+    this.dropped = droppedCounter(registry);
+    for (const [reason, count] of this.uncounted) this.dropped.inc({ reason }, count);
+    this.uncounted.clear();
+    return this;
   }
 
   onDrop(count, reason, error) {
-    this.dropped.inc({ reason }, count);
+    if (this.dropped === null) this.uncounted.set(reason, (this.uncounted.get(reason) || 0) + count);
+    else this.dropped.inc({ reason }, count);
     this.unlogged += count;
     const now = Date.now();
     if (this.loggedAt !== null && now - this.loggedAt < DROP_LOG_MS) return;
@@ -83,15 +98,15 @@ function describe(error) {
 }
 
 /**
- * Traces for gateway, when its configuration or the environment turns them on: a Tracing (stop()
- * it after the gateway), or null. Problems in the environment are warned about, once each.
- * registry: the gateway's Prometheus registry (ops/attach.js), where dropped spans are counted.
+ * Traces, when the configuration or the environment turns them on: a Tracing (attach() it to the
+ * gateway made next, stop() it after the gateway), or null. Problems in the environment are
+ * warned about, once each.
  */
-function startTracing(gateway, config, { log, env = process.env, registry = gateway.metrics.registry }) {
+function startTracing(config, { log, env = process.env }) {
   const { traces, problems } = resolveTraces(config.telemetry.traces, env);
   for (const problem of problems) log.warn(`traces: ${problem}; ignored`);
   if (!traces.on) return null;
-  const tracing = new Tracing(gateway, traces, { log, registry });
+  const tracing = new Tracing(traces, { log });
   log.info(`traces: to ${shown(traces.endpoint)} (${traces.protocol}) as service.name ${traces.serviceName}, sampler ${traces.sampler}`
     + `${traces.sampler.endsWith('traceidratio') ? ` ${traces.samplerArg}` : ''}${traces.callerData ? ', with caller data' : ''}`);
   return tracing;

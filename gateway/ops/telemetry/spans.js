@@ -40,9 +40,8 @@ function serverOf(origin) {
 }
 
 class QuerySpans {
-  /** gateway: the one whose queries are traced (one process may hold others: the warm-up's, tests'). */
-  constructor(gateway, tracer, { callerData }) {
-    this.gateway = gateway;
+  constructor(tracer, { callerData }) {
+    this.gateway = null; // the one whose queries are traced (one process may hold others: the warm-up's, tests')
     this.tracer = tracer;
     this.callerData = callerData;
     this.queries = new WeakMap(); // query -> its span
@@ -57,6 +56,10 @@ class QuerySpans {
     };
   }
 
+  attach(gateway) {
+    this.gateway = gateway;
+  }
+
   subscribe() {
     for (const [name, fn] of Object.entries(this.handlers)) dc.subscribe(name, fn);
     return this;
@@ -67,11 +70,12 @@ class QuerySpans {
   }
 
   /**
-   * A backend message without a query (a token request, a probe) names the backend's owner: the
-   * gateway itself, or the object it gave its resolver, which knows its gateway.
+   * A backend message without a query (a token request) names the backend's owner: the gateway
+   * itself, or an object of its that knows it. Before attach() (the gateway's constructor, which
+   * is synchronous and sends its first token request) everything is its.
    */
   owns(owner) {
-    return owner === this.gateway || (present(owner) && (owner.gateway === this.gateway || owner === this.gateway.resolver));
+    return this.gateway === null || owner === this.gateway || (present(owner) && (owner.gateway === this.gateway || owner === this.gateway.resolver));
   }
 
   /** The span of the query a backend request is for: the query as query:start gave it, or the core's query whose view that was. */
@@ -81,7 +85,7 @@ class QuerySpans {
   }
 
   queryStart({ gateway, session, query }) {
-    if (gateway !== this.gateway) return;
+    if (gateway !== this.gateway) return; // another gateway's (the warm-up's), or before attach(): no query is read then
     const span = this.tracer.startSpan(`ged145 query ${printable(query.subtype)}`, { kind: SpanKind.SERVER, startTime: query.receivedAt });
     this.queries.set(query, span);
     query.labels.trace_id = span.spanContext().traceId;

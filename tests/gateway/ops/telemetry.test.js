@@ -137,7 +137,7 @@ describe('traces: off costs nothing', () => {
       const dc = require('node:diagnostics_channel');
       const { startTracing } = require('./gateway/ops/telemetry');
       const config = require('./gateway/config').loadConfig({ env: {} });
-      const t = startTracing({ metrics: {} }, config, { log: { warn() {}, info() {} }, env: {} });
+      const t = startTracing(config, { log: { warn() {}, info() {} }, env: {} });
       const names = ['ged145:query:start', 'ged145:query:settle', 'ged145:backend:request:start'];
       console.log(JSON.stringify({
         tracing: t, subscribed: names.filter((n) => dc.hasSubscribers(n)),
@@ -160,7 +160,8 @@ describe('traces: spans from the diagnostics channels, on the wire to a real OTL
   });
 
   function trace(env, gateway = fakeGateway(), log = captureLogger()) {
-    const t = startTracing(gateway, loadConfig({ env: {} }), { log, env: { OTEL_BSP_SCHEDULE_DELAY: '20', ...env } });
+    const t = startTracing(loadConfig({ env: {} }), { log, env: { OTEL_BSP_SCHEDULE_DELAY: '20', ...env } });
+    t.attach(gateway, { registry: gateway.metrics.registry });
     running.push(t);
     return { t, gateway, log };
   }
@@ -213,9 +214,9 @@ describe('traces: spans from the diagnostics channels, on the wire to a real OTL
     const { gateway } = trace({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url }, fakeGateway());
     const { t: optedIn, gateway: other } = (() => {
       const g = fakeGateway();
-      const tr = startTracing(g, loadConfig({ env: {} }), {
+      const tr = startTracing(loadConfig({ env: {} }), {
         log: captureLogger(), env: { OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'opted-in' },
-      });
+      }).attach(g, { registry: g.metrics.registry });
       tr.spans.callerData = true;
       running.push(tr);
       return { t: tr, gateway: g };
