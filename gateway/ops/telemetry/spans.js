@@ -53,6 +53,7 @@ class QuerySpans {
       'ged145:backend:request:headers': (m) => this.requestHeaders(m),
       'ged145:backend:request:end': (m) => this.requestEnd(m),
       'ged145:backend:request:error': (m) => this.requestError(m),
+      'ged145:backend:request:reconnect': (m) => this.requestReconnect(m),
     };
   }
 
@@ -157,6 +158,12 @@ class QuerySpans {
       }
     }
     span.end();
+  }
+
+  /** Sent again on another connection (a reused one broke first): the same request, the same span and traceparent. */
+  requestReconnect({ request }) {
+    const span = this.requests.get(request);
+    if (span !== undefined && span.isRecording()) span.addEvent('ged145.backend.reconnect');
   }
 
   requestError({ request, reason }) {
