@@ -20,14 +20,12 @@ const { text: { printable } } = require('../../lib/protocol');
 
 const HALF_HOUR_MS = 30 * 60_000;
 const KEEP = 48;
-const SIDES = Object.freeze(['A', 'B', '']); // '': a session whose side is not known
 const OTHER = '(other)';
+const NO_SIDE = ''; // a session that has not said its side (before OPEN_REQ)
 const NO_QUERY = ''; // the subtype of a refusal: no query was read
 const MAX_LABEL = 64;
-/** Outcomes of queries that got no reply: the router went away first. */
-const NOT_REPLIED = new Set(['lost_router_gone', 'aborted']);
-
-const sideIndex = (side) => (side === 'A' ? 0 : side === 'B' ? 1 : 2);
+/** The outcome of a query that got no reply: its router went away first. */
+const LOST = 'lost_router_gone';
 
 /**
  * The start (epoch ms) of the local half hour that holds t: :00 or :30 on the local clock, read
@@ -64,21 +62,23 @@ class Period {
   constructor(start, end) {
     this.start = start;
     this.end = end;
-    this.rows = new Map(); // subtype (router text) -> [Cell side A, side B, unknown side]
+    this.sides = new Map(); // side (router text) -> Map(subtype (router text) -> Cell)
   }
 }
 
 class HalfHours {
   /**
    * lateTimeoutMs: a reply later than this counts in `lates` (the router's LateTimeout);
-   * maxSubtypes: subtypes with a row of their own per half hour, the rest are "(other)" (a
-   * router can send any text); keep: half hours kept, the current one included; now: the clock.
+   * maxSubtypes, maxSides: subtypes and sides with rows of their own per half hour, the rest are
+   * "(other)" (a router can send any text); keep: half hours kept, the current one included; now:
+   * the clock.
    */
   constructor({
-    lateTimeoutMs = 100, maxSubtypes = 100, keep = KEEP, now = Date.now,
+    lateTimeoutMs = 100, maxSubtypes = 100, maxSides = 16, keep = KEEP, now = Date.now,
   } = {}) {
     this.lateTimeoutMs = lateTimeoutMs;
     this.maxSubtypes = maxSubtypes;
+    this.maxSides = maxSides;
     this.keep = keep;
     this.now = now;
     this.past = []; // the half hours before the current one, oldest first
@@ -92,21 +92,16 @@ class HalfHours {
     if (maxSubtypes !== undefined) this.maxSubtypes = maxSubtypes;
   }
 
-  /** The cell of a subtype and side in the current half hour. */
+  /** The cell of a subtype and side in the current half hour (side null: not known). */
   cell(subtype, side) {
     const t = this.now();
     if (t >= this.current.end) this.roll(t);
-    const { rows } = this.current;
-    let row = rows.get(subtype);
-    if (row === undefined) {
-      const key = rows.size < this.maxSubtypes || subtype === NO_QUERY ? subtype : OTHER;
-      row = rows.get(key);
-      if (row === undefined) {
-        row = [new Cell(), new Cell(), new Cell()];
-        rows.set(key, row);
-      }
-    }
-    return row[sideIndex(side)];
+    const { sides } = this.current;
+    const sideKey = side === null || side === undefined ? NO_SIDE : side;
+    let rows = sides.get(sideKey);
+    if (rows === undefined) rows = bounded(sides, sideKey, this.maxSides, () => new Map());
+    const c = rows.get(subtype);
+    return c === undefined ? bounded(rows, subtype, subtype === NO_QUERY ? Infinity : this.maxSubtypes, () => new Cell()) : c;
   }
 
   /**
@@ -116,7 +111,7 @@ class HalfHours {
   query(side, subtype, outcome, failure, ms) {
     const c = this.cell(subtype === undefined ? NO_QUERY : subtype, side);
     c.requests++;
-    if (NOT_REPLIED.has(outcome)) return;
+    if (outcome === LOST) return;
     if (failure) c.errors++;
     else c.answered++;
     if (ms > this.lateTimeoutMs) c.lates++;
@@ -148,15 +143,31 @@ class HalfHours {
   }
 }
 
-/** A half hour as JSON: one row per side and subtype with anything in it, subtypes as printable labels. */
+/**
+ * The entry of key in map, made by make() when the map has room for it (fewer than max keys),
+ * else the entry of "(other)": router text cannot grow a half hour without bound.
+ */
+function bounded(map, key, max, make) {
+  const k = map.size < max ? key : OTHER;
+  let e = map.get(k);
+  if (e === undefined) {
+    e = make();
+    map.set(k, e);
+  }
+  return e;
+}
+
+/** Router text as a label: printable ASCII, at most MAX_LABEL characters. */
+const label = (text) => (text.length > MAX_LABEL ? `${printable(text, MAX_LABEL - 3)}...` : printable(text));
+
+/** A half hour as JSON: one row per side and subtype with anything in it, sides and subtypes as printable labels. */
 function periodJson(p) {
   const rows = new Map();
-  for (const [subtype, cells] of p.rows) {
-    const label = subtype.length > MAX_LABEL ? `${printable(subtype, MAX_LABEL - 3)}...` : printable(subtype);
-    cells.forEach((c, i) => {
-      if (c.requests === 0 && c.refusals === 0) return;
-      addRow(rows, { side: SIDES[i], subtype: label, ...c });
-    });
+  for (const [side, cells] of p.sides) {
+    for (const [subtype, c] of cells) {
+      if (c.requests === 0 && c.refusals === 0) continue;
+      addRow(rows, { side: label(side), subtype: label(subtype), ...c });
+    }
   }
   return {
     start: new Date(p.start).toISOString(), startMs: p.start, endMs: p.end, local: localTime(p.start), rows: sortRows([...rows.values()]),

@@ -84,6 +84,7 @@ describe('half-hour view (unit)', () => {
         h.query('A', 'cust', 'host_error', true, 250);
         h.query('A', 'cust', 'deadline', true, 250.6);
         h.query('A', 'cust', 'lost_router_gone', false, 900); // no reply: a request, nothing else
+        h.query('side-A lab', 'cust', 'ok', false, 3); // a side is the session's ConnectInfo, any text
         h.query('B', 'cust', 'app_error', true, 101);
         h.query(null, 'bal', 'ok', false, 100); // exactly lateTimeoutMs: not late
         h.refused(null);
@@ -101,7 +102,8 @@ describe('half-hour view (unit)', () => {
         assert.equal(row('', 'bal').lates, 0);
         assert.equal(row('', '').refusals, 1);
         assert.equal(row('A', '').refusals, 1);
-        assert.equal(p.rows.length, 5);
+        assert.equal(row('side-A lab', 'cust').answered, 1);
+        assert.equal(p.rows.length, 6);
       });
     });
 
@@ -114,14 +116,16 @@ describe('half-hour view (unit)', () => {
       assert.equal(c.requests, 1000);
     });
 
-    it('subtypes are router text: at most maxSubtypes rows a half hour, the rest "(other)"; labels printable', () => {
+    it('sides and subtypes are router text: at most maxSides and maxSubtypes a half hour, the rest "(other)"; labels printable', () => {
       const h = new HalfHours({ maxSubtypes: 3, now: () => 0 });
       for (const s of ['a', 'b', 'c', 'd', 'e', 'c', '__proto__']) h.query('A', s, 'ok', false, 1);
       h.query('A', 'x\u0001\u00e9', 'ok', false, 1);
-      const rows = new HalfHours({ maxSubtypes: 3, now: () => 0 });
+      const rows = new HalfHours({ maxSubtypes: 3, maxSides: 2, now: () => 0 });
       rows.query('A', 'x\u0001\u00e9', 'ok', false, 1);
+      for (const side of ['B', 'C', 'D\n']) rows.query(side, 'y', 'ok', false, 1);
       assert.deepEqual(h.toJSON().periods[0].rows.map((r) => [r.subtype, r.requests]), [['(other)', 4], ['a', 1], ['b', 1], ['c', 2]]);
-      assert.equal(rows.toJSON().periods[0].rows[0].subtype, 'x??');
+      const view = rows.toJSON().periods[0].rows;
+      assert.deepEqual(view.map((r) => [r.side, r.subtype, r.requests]), [['(other)', 'y', 2], ['A', 'x??', 1], ['B', 'y', 1]]);
       assert.equal(Object.prototype.requests, undefined);
     });
   });

@@ -1,0 +1,75 @@
+'use strict';
+
+// The router's half-hour view and the objectives of one gateway (docs/reports.md), fed by the
+// channels its core publishes (docs/diagnostics.md): ged145:query:settle for every query, and
+// ged145:connection:refused for a connection or session refused. One process may hold several
+// gateways (the warm-up's private one, tests): only the messages of the attached one count.
+//
+// The object belongs to whoever runs the gateway (gateway/index.js, a cluster worker), not to what
+// a reload replaces: a reload changes its settings (read from the gateway's config when it
+// changes) and keeps its figures.
+
+const dc = require('node:diagnostics_channel');
+const { HalfHours, mergeHalfHours } = require('./half-hour');
+const { Objectives, mergeObjectives } = require('./objectives');
+const { objectivesOf } = require('../config/slo');
+
+const SETTLE = 'ged145:query:settle';
+const REFUSED = 'ged145:connection:refused';
+
+class Reports {
+  /** registry: where ged145_objective_events_total is registered (the gateway's metrics), or null; now: the wall clock. */
+  constructor({ registry = null, now = Date.now } = {}) {
+    this.halfHours = new HalfHours({ now });
+    this.objectives = new Objectives([], { registry, now });
+    this.gateway = null;
+    this.config = null; // the configuration the settings were last read from
+    this.onSettle = (msg) => {
+      if (msg.gateway !== this.gateway) return;
+      if (msg.gateway.config !== this.config) this.follow(msg.gateway.config);
+      const { query } = msg;
+      this.halfHours.query(query.side, query.subtype, msg.outcome, msg.status !== null, msg.ms);
+      this.objectives.query(query.subtype, msg.outcome, msg.ms);
+    };
+    this.onRefused = (msg) => {
+      if (msg.gateway === this.gateway) this.halfHours.refused(null);
+    };
+  }
+
+  /** Counts gateway's queries and refusals from now on. */
+  attach(gateway) {
+    this.gateway = gateway;
+    this.follow(gateway.config);
+    dc.subscribe(SETTLE, this.onSettle);
+    dc.subscribe(REFUSED, this.onRefused);
+    return this;
+  }
+
+  /** The settings of a (re)loaded configuration: the figures stay. */
+  follow(config) {
+    this.config = config;
+    this.halfHours.configure({ lateTimeoutMs: config.routerLateTimeoutMs });
+    this.objectives.configure(objectivesOf(config));
+  }
+
+  detach() {
+    dc.unsubscribe(SETTLE, this.onSettle);
+    dc.unsubscribe(REFUSED, this.onRefused);
+    this.gateway = null;
+  }
+
+  /** What /status adds: {halfHours, objectives}. */
+  toJSON() {
+    return { halfHours: this.halfHours.toJSON(), objectives: this.objectives.toJSON() };
+  }
+}
+
+/** One {halfHours, objectives} from several processes' (a cluster's workers'). */
+function mergeReports(list) {
+  return {
+    halfHours: mergeHalfHours(list.map((r) => r.halfHours)),
+    objectives: mergeObjectives(list.map((r) => r.objectives)),
+  };
+}
+
+module.exports = { Reports, mergeReports };
