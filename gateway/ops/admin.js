@@ -1,7 +1,7 @@
 'use strict';
 
 // The admin HTTP port (express): / (the live status page), /status (its JSON), /health, /ready,
-// /sessions, /metrics.
+// /sessions, /metrics, /report/half-hour.csv (docs/reports.md).
 
 const http = require('node:http');
 const net = require('node:net');
@@ -10,6 +10,7 @@ const express = require('express');
 const { listenError } = require('../../lib/errors');
 const { LogThrottle } = require('../../lib/log-throttle');
 const { statusPage } = require('./status-page');
+const { halfHourCsv } = require('./half-hour');
 
 /**
  * DNS rebinding: a web page an operator opens points its own name at this address, and the
@@ -54,11 +55,11 @@ function refuseOtherHosts(admin, log) {
 }
 
 /**
- * createAdminApp({health(), notReady(), sessions(), metrics()}) — each a function, so the same app
- * serves a single gateway or a cluster primary that asks its workers.
+ * createAdminApp({health(), notReady(), sessions(), metrics(), status(), reports()}) — each a
+ * function, so the same app serves a single gateway or a cluster primary that asks its workers.
  */
 function createAdminApp({
-  health = () => ({}), notReady, sessions, metrics, status, contentType = 'text/plain; version=0.0.4; charset=utf-8',
+  health = () => ({}), notReady, sessions, metrics, status, reports = null, contentType = 'text/plain; version=0.0.4; charset=utf-8',
   admin = { host: '127.0.0.1', hosts: [] }, log = null,
 }) {
   const app = express();
@@ -101,6 +102,17 @@ function createAdminApp({
       next(err);
     }
   });
+  if (reports !== null) {
+    app.get('/report/half-hour.csv', async (req, res, next) => {
+      try {
+        const csv = halfHourCsv((await reports()).halfHours);
+        res.set('cache-control', 'no-store').set('content-disposition', 'inline; filename="ged145-half-hour.csv"');
+        res.type('text/csv; charset=utf-8; header=present').send(csv);
+      } catch (err) {
+        next(err);
+      }
+    });
+  }
   app.use((req, res) => res.status(404).json({ error: 'not found' }));
   app.use((err, req, res, _next) => res.status(500).json({ error: err.message })); // express knows an error handler by its four arguments
   return app;
@@ -121,7 +133,7 @@ async function startAdmin(admin, log, sources) {
     throw listenError(err, host, port);
   }
   const bound = server.address().port;
-  log.info(`admin on http://${host}:${bound} (status page at /; /status /health /ready /sessions /metrics)`);
+  log.info(`admin on http://${host}:${bound} (status page at /; /status /health /ready /sessions /metrics /report/half-hour.csv)`);
   return {
     port: bound,
     close() {

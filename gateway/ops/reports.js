@@ -72,4 +72,33 @@ function mergeReports(list) {
   };
 }
 
-module.exports = { Reports, mergeReports };
+/**
+ * A cluster primary's view of its workers' reports: their answers added, a worker that did not
+ * answer counted with its last one, and the half hours of workers that exited (a crash, a rolling
+ * restart) kept, as the metrics keep their counters: counts never go down.
+ */
+class WorkerReports {
+  constructor() {
+    this.last = new Map(); // worker id -> its last {halfHours, objectives}
+    this.retired = null; // the half hours of exited workers, added up
+  }
+
+  /** answers: [{worker, data}], data a worker's reports (or its status, which carries them), undefined when it did not answer. */
+  merge(answers) {
+    const list = [];
+    for (const { worker, data } of answers) {
+      if (data !== undefined && data.halfHours !== undefined) this.last.set(worker.id, { halfHours: data.halfHours, objectives: data.objectives });
+      if (this.last.has(worker.id)) list.push(this.last.get(worker.id));
+    }
+    if (this.retired !== null) list.push({ halfHours: this.retired, objectives: [] });
+    return mergeReports(list);
+  }
+
+  exited(worker) {
+    const last = this.last.get(worker.id);
+    this.last.delete(worker.id);
+    if (last !== undefined) this.retired = mergeHalfHours(this.retired === null ? [last.halfHours] : [last.halfHours, this.retired]);
+  }
+}
+
+module.exports = { Reports, mergeReports, WorkerReports };

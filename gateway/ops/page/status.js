@@ -233,12 +233,55 @@
     replace($('connection-warnings'), lines(st.connectionWarnings || []));
   }
 
+  const SUMS = ['requests', 'answered', 'errors', 'lates', 'delaySumMs', 'refusals'];
+  /** The router's half-hour view (docs/reports.md): one line per half hour and side, newest first, its subtypes added. */
+  function renderHalfHours(view) {
+    const lines = [];
+    for (const p of view.periods.slice().reverse()) {
+      const bySide = new Map();
+      for (const r of p.rows) {
+        let m = bySide.get(r.side);
+        if (m === undefined) {
+          m = { maxDelayMs: 0 };
+          for (const k of SUMS) m[k] = 0;
+          bySide.set(r.side, m);
+        }
+        for (const k of SUMS) m[k] += r[k];
+        m.maxDelayMs = Math.max(m.maxDelayMs, r.maxDelayMs);
+      }
+      for (const [side, m] of bySide) {
+        const replies = m.answered + m.errors;
+        lines.push(row([p.local, side || '-', num(fmt(m.requests)), num(fmt(m.answered)), num(fmt(m.errors), m.errors > 0 ? 'bad' : ''),
+          num(replies === 0 ? '-' : `${fmt(m.delaySumMs / replies)} / ${fmt(m.maxDelayMs)}`), num(fmt(m.lates), m.lates > 0 ? 'warn' : ''),
+          num(fmt(m.refusals), m.refusals > 0 ? 'warn' : '')]));
+      }
+    }
+    replace($('half-hours'), row(['half hour (local)', 'side', 'requests', 'answered', 'errors', 'avg / max delay ms', `late (> ${view.lateTimeoutMs} ms)`,
+      'refused'], true), lines.length > 0 ? lines : row([{ text: 'nothing yet', class: 'mute' }]));
+  }
+
+  /** Objectives per route: budget left, burn rates over the alert windows, the alert that would fire. */
+  function renderObjectives(list) {
+    const burn = (o, w) => (o.burnRates[w] === null ? '-' : fmt(o.burnRates[w], 1));
+    const budgetClass = (o) => (o.budgetLeftPercent < 0 ? 'bad' : o.budgetLeftPercent < 50 ? 'warn' : 'ok');
+    replace($('objectives'), row(['route', 'objective', 'events', 'good', 'budget left', 'burn 5m / 1h', 'burn 30m / 6h', 'burn 2h / 1d', 'alert'], true),
+      list.length === 0 ? row([{ text: 'no objective configured (slo)', class: 'mute' }]) : list.map((o) => row([
+        o.route, `${o.objective} % within ${o.latencyMs} ms over ${o.windowDays} d`, num(fmt(o.events)),
+        num(o.goodPercent === null ? '-' : `${fmt(o.goodPercent, 3)} %`), num(`${fmt(o.budgetLeftPercent, 1)} %`, budgetClass(o)),
+        num(`${burn(o, '5m')} / ${burn(o, '1h')}`), num(`${burn(o, '30m')} / ${burn(o, '6h')}`), num(`${burn(o, '2h')} / ${burn(o, '1d')}`),
+        o.alerts.page ? { text: 'page', class: 'bad' } : o.alerts.ticket ? { text: 'ticket', class: 'warn' } : { text: 'none', class: 'ok' },
+      ])));
+  }
+
   let failures = 0;
   async function poll() {
     try {
       const res = await fetch('/status', { cache: 'no-store' });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      render(await res.json());
+      const st = await res.json();
+      render(st);
+      if (st.halfHours) renderHalfHours(st.halfHours);
+      if (st.objectives) renderObjectives(st.objectives);
       failures = 0;
       $('updated').className = '';
       $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
