@@ -92,9 +92,8 @@ class HalfHours {
     if (maxSubtypes !== undefined) this.maxSubtypes = maxSubtypes;
   }
 
-  /** The cell of a subtype and side in the current half hour (side null: not known). */
-  cell(subtype, side) {
-    const t = this.now();
+  /** The cell of a subtype and side in the current half hour (side null: not known); t: now. */
+  cell(subtype, side, t = this.now()) {
     if (t >= this.current.end) this.roll(t);
     const { sides } = this.current;
     const sideKey = side === null || side === undefined ? NO_SIDE : side;
@@ -106,10 +105,11 @@ class HalfHours {
 
   /**
    * Hot path: a query settled. outcome: its label (lost_router_gone and aborted: no reply was
-   * written); failure: a FAILURE_CONF was written (its status is not null); ms: read to written.
+   * written); failure: a FAILURE_CONF was written (its status is not null); ms: read to written;
+   * t: now, when the caller has read the clock already.
    */
-  query(side, subtype, outcome, failure, ms) {
-    const c = this.cell(subtype === undefined ? NO_QUERY : subtype, side);
+  query(side, subtype, outcome, failure, ms, t = this.now()) {
+    const c = this.cell(subtype === undefined ? NO_QUERY : subtype, side, t);
     c.requests++;
     if (outcome === LOST) return;
     if (failure) c.errors++;

@@ -157,11 +157,11 @@ class Objectives {
     this.byRoute = new Map(this.list.map((o) => [o.route, o]));
   }
 
-  /** Hot path: a query settled. outcome: its label; ms: read to written. */
-  query(subtype, outcome, ms) {
+  /** Hot path: a query settled. outcome: its label; ms: read to written; t: now, when the caller has read the clock already. */
+  query(subtype, outcome, ms, t) {
     const o = this.byRoute.get(subtype);
     if (o === undefined || NO_EVENT.has(outcome)) return;
-    o.record(ANSWERED.has(outcome) && ms <= o.latencyMs, this.now());
+    o.record(ANSWERED.has(outcome) && ms <= o.latencyMs, t === undefined ? this.now() : t);
   }
 
   /** What /status shows: per objective its settings, raw counts and the figures read from them. */

@@ -10,26 +10,34 @@
 // changes) and keeps its figures.
 
 const dc = require('node:diagnostics_channel');
+const { performance } = require('node:perf_hooks');
 const { HalfHours, mergeHalfHours } = require('./half-hour');
 const { Objectives, mergeObjectives } = require('./objectives');
 const { objectivesOf } = require('../config/slo');
 
 const SETTLE = 'ged145:query:settle';
 const REFUSED = 'ged145:connection:refused';
+/** How often the wall clock's distance from performance.now() is read again (an NTP step moves it). */
+const CLOCK_CHECK_MS = 10_000;
 
 class Reports {
   /** registry: where ged145_objective_events_total is registered (the gateway's metrics), or null; now: the wall clock. */
   constructor({ registry = null, now = Date.now } = {}) {
+    this.now = now;
     this.halfHours = new HalfHours({ now });
     this.objectives = new Objectives([], { registry, now });
     this.gateway = null;
     this.config = null; // the configuration the settings were last read from
+    this.wallOffset = now() - performance.now(); // wall clock = performance.now() + this
+    this.clockTimer = null;
     this.onSettle = (msg) => {
       if (msg.gateway !== this.gateway) return;
       if (msg.gateway.config !== this.config) this.follow(msg.gateway.config);
       const { query } = msg;
-      this.halfHours.query(query.side, query.subtype, msg.outcome, msg.status !== null, msg.ms);
-      this.objectives.query(query.subtype, msg.outcome, msg.ms);
+      // When it settled, by additions: the message has when the query arrived and how long it took.
+      const t = this.wallOffset + query.receivedAt + msg.ms;
+      this.halfHours.query(query.side, query.subtype, msg.outcome, msg.status !== null, msg.ms, t);
+      this.objectives.query(query.subtype, msg.outcome, msg.ms, t);
     };
     this.onRefused = (msg) => {
       if (msg.gateway === this.gateway) this.halfHours.refused(null);
@@ -42,6 +50,7 @@ class Reports {
     this.follow(gateway.config);
     dc.subscribe(SETTLE, this.onSettle);
     dc.subscribe(REFUSED, this.onRefused);
+    this.clockTimer = setInterval(() => { this.wallOffset = this.now() - performance.now(); }, CLOCK_CHECK_MS).unref();
     return this;
   }
 
@@ -55,6 +64,7 @@ class Reports {
   detach() {
     dc.unsubscribe(SETTLE, this.onSettle);
     dc.unsubscribe(REFUSED, this.onRefused);
+    clearInterval(this.clockTimer);
     this.gateway = null;
   }
 
