@@ -5,8 +5,8 @@
 // The half-hour view and the objectives of a running gateway (docs/reports.md), over real sockets
 // against the real REST simulator: what /status, /report/half-hour.csv and /metrics say after
 // known traffic from two router sides, that a reload keeps the figures, and, with --workers 2 as a
-// real child process, that the primary adds its workers' figures and the status page shows both
-// tables in real Chromium.
+// real child process, that the primary adds its workers' figures (and keeps those of workers a
+// rolling restart replaced) and the status page shows both tables in real Chromium.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -159,6 +159,13 @@ describe('reports: the half-hour view and the objectives of a running gateway', 
         assert.deepEqual([row[2], row[3], row[4], row[8]], ['100', '100 %', '100 %', 'none']);
         assert.ok(tables.objectives.some((r) => r[0] === 'slow' && r[2] === '0'));
         await page.close();
+
+        // A rolling restart replaces both workers: the half hours they counted stay in the sum.
+        for (const c of routers.splice(0)) c.close();
+        gw.kill('SIGUSR2');
+        await gw.waitFor(/rolling restart done: 2 workers replaced/, 30_000);
+        const later = current((await get(ready.adminPort, '/status')).body.halfHours);
+        assert.deepEqual([later['side-A/echo'].requests, later['side-B/echo'].requests], [50, 50]);
       } finally {
         for (const c of routers) c.close();
         gw.kill('SIGTERM');
