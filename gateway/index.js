@@ -13,11 +13,12 @@ const warmup = require('./ops/warmup');
 const { startTracing } = require('./ops/telemetry');
 const { Metrics } = require('./ops/metrics');
 const { attachMetrics } = require('./ops/attach');
+const { Reports } = require('./ops/reports');
 
 /**
  * The start sequence: the gateway, its warm-up, its traces, its GED-145 listener (on the fd the
- * service manager passed, or host and port). Resolves {gateway, close(reason)}: close drains the
- * gateway, then exports the last spans. A failed listen is an OperatorError naming the address,
+ * service manager passed, or host and port). Resolves {gateway, metrics, reports, status(),
+ * close(reason)}: close drains the gateway, then exports the last spans. A failed listen is an OperatorError naming the address,
  * with nothing left open.
  */
 async function openGateway(config, { log, listenFd = null }) {
@@ -29,9 +30,12 @@ async function openGateway(config, { log, listenFd = null }) {
   if (tracing) tracing.attach(gateway, { registry: metrics.registry });
   if (config.warmup) warmup.register(gateway);
   const stopTracing = () => (tracing ? tracing.stop() : undefined);
+  // The half-hour view and the objectives live beside the gateway, not in what a reload replaces.
+  const reports = new Reports({ registry: metrics.registry }).attach(gateway);
   try {
     await gateway.listen({ fd: listenFd });
   } catch (err) {
+    reports.detach();
     await gateway.resolver.close();
     observed.detach();
     await stopTracing();
@@ -40,10 +44,12 @@ async function openGateway(config, { log, listenFd = null }) {
   return {
     gateway,
     metrics,
-    status: () => observed.status(),
+    reports,
+    status: async () => ({ ...(await observed.status()), ...reports.toJSON() }),
     async close(reason) {
       await gateway.shutdown(reason);
       observed.detach();
+      reports.detach();
       await stopTracing(); // the last spans, after the last queries
     },
   };
@@ -86,6 +92,10 @@ class ProcessRuntime extends Runtime {
 
   snapshot() {
     return this.opened.status();
+  }
+
+  reports() {
+    return this.opened.reports.toJSON();
   }
 
   health() {

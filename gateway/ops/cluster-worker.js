@@ -107,6 +107,7 @@ const QUESTIONS = {
   metrics: (w) => w.opened.metrics.registry.getMetricsAsJSON(),
   health: (w) => ({ pid: process.pid, backend: w.gateway.resolver.toJSON() }),
   status: (w) => w.opened.status(),
+  reports: (w) => w.opened.reports.toJSON(),
   sessions: (w) => w.gateway.toJSON().map((s) => ({ ...s, pid: process.pid })),
   shutdown: (w) => { w.stop('primary asked'); },
   prepare: (w, msg) => w.reloads.prepare(msg),

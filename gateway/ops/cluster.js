@@ -36,6 +36,7 @@ const {
   READY, ANSWER, FAILED, ASK_TIMEOUT_MS, Questions,
 } = require('./ipc');
 const { RecentLines, ProcessStatus, mergeStatus } = require('./status');
+const { WorkerReports } = require('./reports');
 const { createLogger, applyLogSettings } = require('../../lib/logger');
 const { OperatorError } = require('../../lib/errors');
 
@@ -60,6 +61,7 @@ class ClusterPrimary extends Runtime {
     this.questions = new Questions();
     this.silent = new Set(); // pids of workers that did not answer the last question, for the log
     this.summed = new SummedMetrics();
+    this.reportsSum = new WorkerReports(); // the workers' half-hour views and objectives, those of exited ones kept
     this.startSettings = json(config); // the validated settings, as plain JSON: what a worker compiles
     this.running = config; // the settings in force (a rolling restart's drain bound reads them)
     // The generation: how many reloads the running settings are (gateway/ops/generations.js).
@@ -146,6 +148,7 @@ class ClusterPrimary extends Runtime {
   workerExited(worker, code, signal) {
     this.generations.exited(worker);
     this.summed.retire(worker).catch((err) => this.log.warn(`worker ${worker.process.pid}: its last metrics could not be kept: ${err.message}`));
+    this.reportsSum.exited(worker);
     this.silent.delete(worker.process.pid);
     const reason = this.reasons.get(worker.id) || `exited (${signal || code})`;
     const lived = Date.now() - (this.startedAt.get(worker.id) || 0);
@@ -281,7 +284,11 @@ class ClusterPrimary extends Runtime {
     for (const a of answers) if (a.data === undefined) merged.processes.push({ role: 'gateway', ...noAnswer(a.worker) });
     const byPid = this.generationsByPid();
     for (const p of merged.processes) if (byPid.has(p.pid)) p.generation = byPid.get(p.pid);
-    return merged;
+    return { ...merged, ...this.reportsSum.merge(answers) };
+  }
+
+  async reports() {
+    return this.reportsSum.merge(await this.askAll('reports'));
   }
 
   generationsByPid() {

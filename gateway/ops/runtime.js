@@ -10,9 +10,9 @@
 //   snapshot()       what /status shows
 //   stop(reason)     SIGTERM: drains, closes the admin port
 //
-// The admin port (/status, /health, /ready, /sessions, /metrics) is wired here, once, against
-// that shape; a subclass says how it answers each (open, close, apply, health, notReady,
-// sessions, metrics, contentType).
+// The admin port (/status, /health, /ready, /sessions, /metrics, /report/half-hour.csv) is wired
+// here, once, against that shape; a subclass says how it answers each (open, close, apply, health,
+// notReady, sessions, metrics, reports, contentType).
 
 const { startAdmin } = require('./admin');
 
@@ -40,6 +40,7 @@ class Runtime {
         notReady: () => this.notReady(),
         sessions: () => this.sessions(),
         metrics: () => this.metrics(),
+        reports: () => this.reports(),
         contentType: this.contentType,
       });
     } catch (err) {
