@@ -93,7 +93,7 @@ describe('cluster IPC: the worker\'s table (QUESTIONS)', () => {
   });
 
   it('has exactly the questions the primary asks', () => {
-    assert.deepEqual(Object.keys(QUESTIONS).sort(), ['abort', 'commit', 'health', 'metrics', 'prepare', 'reload', 'sessions', 'shutdown', 'status']);
+    assert.deepEqual(Object.keys(QUESTIONS).sort(), ['abort', 'commit', 'health', 'metrics', 'prepare', 'reload', 'reports', 'sessions', 'shutdown', 'status']);
   });
 });
 
