@@ -55,6 +55,9 @@ class StaticCredentials {
     return false;
   }
 
+  /** A reload: nothing of the engine is used. */
+  useEngine() {}
+
   status() {
     return { ...this.spec.toJSON(), state: 'static' };
   }
@@ -154,6 +157,11 @@ class OAuth2Credentials {
     if (this.refused !== null) return this.refused;
     const inMs = Math.max(0, Math.ceil(this.notBefore - this.now()));
     return new AuthError(`no usable token (the last one expired or was refused); the token endpoint is asked again in ${inMs} ms`, REASON.AUTH_FAILED);
+  }
+
+  /** A reload: the backend that takes these credentials over sends their token requests through its engine from now on. */
+  useEngine(engine) {
+    this.engine = engine;
   }
 
   /** One token request at a time: its promise resolves with the new header. */
@@ -338,4 +346,53 @@ function createCredentials(spec, deps) {
   return spec.type === 'oauth2' ? new OAuth2Credentials(spec, deps) : new StaticCredentials(spec);
 }
 
-module.exports = { createCredentials, errorText };
+/**
+ * One backend's credentials: one per distinct auth spec (its key), shared by the routes that name
+ * the same. A reload's backend takes over what its predecessor had (handOver), so that an OAuth2
+ * token is not fetched again and the old backend no longer closes it. deps: {engine, log, owner}.
+ */
+class CredentialsBook {
+  constructor(deps) {
+    this.deps = deps;
+    this.byKey = new Map();
+  }
+
+  /** The credentials of spec (null for none): this book's, else handed over by previous (a CredentialsBook, or null), else new. */
+  for(spec, previous = null) {
+    if (spec === null || spec === undefined) return null;
+    let c = this.byKey.get(spec.key);
+    if (c === undefined) {
+      c = (previous === null ? undefined : previous.handOver(spec.key, this.deps.engine)) || createCredentials(spec, this.deps);
+      this.byKey.set(spec.key, c);
+    }
+    return c;
+  }
+
+  /** The credentials of key, given up to a new backend whose engine sends their token requests from now on; undefined when there are none. */
+  handOver(key, engine) {
+    const c = this.byKey.get(key);
+    if (c === undefined) return undefined;
+    this.byKey.delete(key);
+    c.useEngine(engine);
+    return c;
+  }
+
+  /** Why queries cannot be sent now (for /ready), or null. */
+  notReady() {
+    for (const c of this.byKey.values()) {
+      const p = c.refreshes ? c.problem() : null;
+      if (p !== null) return `backend auth: ${p}`;
+    }
+    return null;
+  }
+
+  toJSON() {
+    return [...this.byKey.values()].map((c) => c.status());
+  }
+
+  close() {
+    for (const c of this.byKey.values()) c.close();
+  }
+}
+
+module.exports = { createCredentials, CredentialsBook, errorText };

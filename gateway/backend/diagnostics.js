@@ -120,6 +120,20 @@ function sendWatched(engine, owner, request) {
   return engine.request(request);
 }
 
+/**
+ * Whose request it is, for the channels' subscribers: q's, its attempt-th (the next origin's
+ * after the first); template: the path before placeholders (null: a handler's own path).
+ */
+function whose(request, q, template, attempt) {
+  request.kind = 'query';
+  request.query = q;
+  request.route = q.subtype === undefined ? null : q.subtype;
+  request.template = template;
+  request.attempt = attempt;
+  request.retry = attempt === 1 ? null : 'failover';
+  request.observer = null;
+}
+
 /** A failure the backend counts against an origin (backend_failures_total): the outcome's reason. */
 function publishFailure(owner, origin, outcome) {
   if (channels.failure.hasSubscribers) {
@@ -130,5 +144,5 @@ function publishFailure(owner, origin, outcome) {
 }
 
 module.exports = {
-  channels, requestsWatched, RequestView, resultOf, publishFailure, sendWatched,
+  channels, requestsWatched, RequestView, resultOf, publishFailure, sendWatched, whose,
 };

@@ -11,7 +11,7 @@
 //     observer: null, or {headers(statusCode), reconnect()}: told when the status line and headers
 //       arrive, and when the request is sent again on another connection (../diagnostics.js).
 //   engine.close()
-// A failed request rejects with an EngineError (errors.js) whose `reason` is one of outcome.js's:
+// A failed request rejects with an EngineError (../errors.js) whose `reason` is one of outcome.js's:
 //   'aborted' (the router went away), 'deadline' (the query's), 'timeout' (a route's timeoutMs),
 //   'too_large', 'unreachable', 'reset', 'tls_error', 'error'; with `onWireMs` (how long it was
 //   on a connection, -1 when it never was), `late` (a deadline timer that fired late aborted it)
