@@ -9,14 +9,12 @@
 // a reload replaces: a reload changes its settings (read from the gateway's config when it
 // changes) and keeps its figures.
 
-const dc = require('node:diagnostics_channel');
 const { performance } = require('node:perf_hooks');
+const { channels } = require('../session/diagnostics');
 const { HalfHours, mergeHalfHours } = require('./half-hour');
 const { Objectives, mergeObjectives } = require('./objectives');
 const { objectivesOf } = require('../config/slo');
 
-const SETTLE = 'ged145:query:settle';
-const REFUSED = 'ged145:connection:refused';
 /** How often the wall clock's distance from performance.now() is read again (an NTP step moves it). */
 const CLOCK_CHECK_MS = 10_000;
 
@@ -48,8 +46,8 @@ class Reports {
   attach(gateway) {
     this.gateway = gateway;
     this.follow(gateway.config);
-    dc.subscribe(SETTLE, this.onSettle);
-    dc.subscribe(REFUSED, this.onRefused);
+    channels.querySettle.subscribe(this.onSettle);
+    channels.connectionRefused.subscribe(this.onRefused);
     this.clockTimer = setInterval(() => { this.wallOffset = this.now() - performance.now(); }, CLOCK_CHECK_MS).unref();
     return this;
   }
@@ -62,8 +60,8 @@ class Reports {
   }
 
   detach() {
-    dc.unsubscribe(SETTLE, this.onSettle);
-    dc.unsubscribe(REFUSED, this.onRefused);
+    channels.querySettle.unsubscribe(this.onSettle);
+    channels.connectionRefused.unsubscribe(this.onRefused);
     clearInterval(this.clockTimer);
     this.gateway = null;
   }
