@@ -6,6 +6,7 @@
 // a channel nobody listens to costs one property read and builds no message.
 
 const dc = require('node:diagnostics_channel');
+const { performance } = require('node:perf_hooks');
 
 const channels = Object.freeze({
   sessionOpen: dc.channel('ged145:session:open'),
@@ -49,6 +50,30 @@ const FAILURE_OF = Object.freeze({
 });
 const statusOfLabel = (label) => FAILURE_OF[label] || null;
 
+/** ged145:query:start, under hasSubscribers: the query's view, kept on the message for its log lines and the backend's (q.view). */
+function publishQueryStart(session, q, receivedAt) {
+  q.view = new QueryView(q, session.side, receivedAt);
+  channels.queryStart.publish({ gateway: session.gateway, session, query: q.view });
+}
+
+/**
+ * ged145:query:settle, under hasSubscribers. p: the query's PendingQuery (inflight.js), or null
+ * for one answered without going in flight (a duplicate, a wrong key) or lost in the backlog.
+ */
+function publishQuerySettle(session, q, p, outcome) {
+  const now = performance.now();
+  if (q.view === undefined) q.view = new QueryView(q, session.side, p === null ? now : p.start);
+  channels.querySettle.publish({
+    gateway: session.gateway,
+    session,
+    query: q.view,
+    outcome,
+    status: statusOfLabel(outcome),
+    ms: p === null ? 0 : now - p.start,
+    late: p !== null && (p.expired || now >= p.deadlineAt),
+  });
+}
+
 module.exports = {
-  channels, QueryView, labelsOf, statusOfLabel,
+  channels, QueryView, labelsOf, statusOfLabel, publishQueryStart, publishQuerySettle,
 };

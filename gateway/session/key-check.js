@@ -92,4 +92,27 @@ class KeyCheck {
   }
 }
 
-module.exports = { KeyCheck };
+/**
+ * What a verdict (KeyCheck#judge) tells the operator, in session's log: a router with another key
+ * said once, refused queries and dropped fields throttled. Returns the number of fields dropped.
+ */
+function reportVerdict(verdict, session) {
+  const { log, throttle, counters } = session;
+  if (verdict.wrongKeyNow) {
+    log.warn('QUERY_REQ fields do not decrypt with this session\'s key: the router and this host have different DES private keys '
+      + '(GED145_DES_KEY or des.keyFile); every query of this session is answered FAILURE_CONF E_AG_INVALID_KEY', {
+      session: session.id, peer: session.peer, droppedFields: counters.droppedFields + verdict.dropped.length,
+    });
+  } else if (verdict.refused) {
+    const n = throttle.hit('undecryptable-query');
+    if (n) log.warn('QUERY_REQ refused (E_AG_INVALID_KEY): its SUBTYPE or most of its fields do not decrypt', { session: session.id, count: n });
+  } else {
+    for (const { tag, why } of verdict.dropped) {
+      const n = throttle.hit('dropped-field');
+      if (n) log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: session.id, tag, droppedFields: n });
+    }
+  }
+  return verdict.dropped.length;
+}
+
+module.exports = { KeyCheck, reportVerdict };

@@ -1,15 +1,14 @@
 'use strict';
 
 // The socket side of one router connection: bytes in through the MessageReader (with the
-// partial-frame and idle timers), replies out (corked per tick while router input is handled,
-// per round of I/O while more replies are due, a lone reply written at once; bounded by
-// limits.maxOutboundBytes), flow control, and the mechanics of a close: discarding input, our
-// FIN and the linger after it. When to close is the Session's business, and so is every state of
+// partial-frame and idle timers), replies out (batched and bounded: outbox.js), flow control,
+// and the mechanics of a close: discarding input, our FIN and the linger after it. When to close is the Session's business, and so is every state of
 // the close (session.js, one state machine); the link keeps no close state of its own, only what
-// its socket says. It tells the session through five callbacks:
+// its socket says. It tells the session through six callbacks:
 //   onMessage(msg, size), onProtocolError(err)   one per frame, from the reader
 //   onPeerEnd()        the router sent FIN, and every byte it sent before has been handed on
 //                      (none is held unread)
+//   onInputDrained()   what the router had sent when the session asked (awaitInputDrained) is read
 //   onFailure(reason)  why the connection is about to go: a socket error, or a limit of the
 //                      link's own (idle timeout, partial frame, outbound buffer, linger)
 //   onClosed()         the socket is gone; called once
@@ -22,6 +21,7 @@
 const { performance } = require('node:perf_hooks');
 const { MessageReader, DIRECTION, MESSAGE_TYPES: T } = require('../../lib/protocol');
 const { FrameTrace } = require('./frame-trace');
+const { Outbox } = require('./outbox');
 
 // Module-level socket handlers: no closures per connection on the hot path.
 function socketOnData(chunk) {
@@ -39,10 +39,6 @@ function socketOnClose() {
 function socketOnError(err) {
   this.link.onSocketError(err);
 }
-// RouterLink.corked: not corked, or uncorked on the next tick, or at the end of this round of I/O.
-const NOT_CORKED = 0;
-const UNTIL_TICK = 1;
-const UNTIL_ROUND = 2;
 
 /** Frames handled before the link lets the event loop turn (see the top of this file). */
 const SLICE_FRAMES = 64;
@@ -50,20 +46,14 @@ const SLICE_FRAMES = 64;
 const PAUSE_SLICE = 1; // a slice is done; resumes on the next round of the event loop
 const PAUSE_HELD = 2; // the session holds as many requests as it may (limits.maxQueuedBytes)
 
-function uncork(link) {
-  if (link.corked === NOT_CORKED) return;
-  link.corked = NOT_CORKED;
-  if (!link.socket.destroyed) link.socket.uncork();
-}
-
 class RouterLink {
-  /** meta: fields for every log line ({session, peer}). */
   /**
+   * meta: fields for every log line ({session, peer}).
    * trace: {limit, redact}: log the first `limit` frames each way (--trace-frames), or null; redact() is asked per frame.
    * profile: the wire numbering the reader decodes (the gateway's protocol section).
    */
   constructor(socket, {
-    limits, log, meta, onMessage, onProtocolError, onPeerEnd, onFailure, onClosed, holding = () => false, trace = null, profile,
+    limits, log, meta, onMessage, onProtocolError, onPeerEnd, onInputDrained = () => {}, onFailure, onClosed, holding = () => false, trace = null, profile,
   }) {
     this.socket = socket;
     this.limits = limits;
@@ -71,17 +61,18 @@ class RouterLink {
     this.meta = meta;
     this.onMessageCallback = onMessage;
     this.onPeerEndCallback = onPeerEnd;
+    this.onInputDrained = onInputDrained;
     this.onFailure = onFailure;
     this.onClosedCallback = onClosed;
     this.holding = holding; // the session holds requests it has read and not answered yet
 
     this.pauses = 0; // PAUSE_* bits: input is read only while none is set
     this.sliceFrames = 0; // frames handled since the event loop last turned
-    this.corked = NOT_CORKED;
     this.reading = false; // inside onData: replies made now share the tick's burst
     this.peerEndHeld = false; // the router's FIN came while input was paused: told once the held bytes are read
     this.pumping = true; // bytes go to the reader; false once the session discards input
     this.queriesAfterClose = 0; // QUERY_REQs that came once input was discarded: no answer can follow
+    this.drainChecks = 0; // awaitInputDrained: check phases of the event loop still to pass
 
     this.lastRx = performance.now();
     this.partialSince = -1; // when the frame now buffered began to arrive; -1 = none
@@ -104,6 +95,7 @@ class RouterLink {
       },
       onFrame: this.trace === null ? undefined : (typeId, body) => this.trace.received(typeId, body),
     });
+    this.outbox = new Outbox(socket, { maxBytes: limits.maxOutboundBytes, onOverflow: (n) => this.overflow(n), trace: this.trace });
 
     socket.link = this;
     socket.setNoDelay(true);
@@ -166,9 +158,31 @@ class RouterLink {
     setImmediate(endOfSlice, this);
   }
 
-  /** A slice is over: frames already read wait in the reader until the next turn of the event loop. */
-  get betweenSlices() {
-    return (this.pauses & PAUSE_SLICE) !== 0;
+  /**
+   * The session will end once the router's input is read: onInputDrained() comes when no frame
+   * waits for a next slice and a poll phase of the event loop has passed since the last ask. A
+   * query may already sit in our socket's buffer, handed in the same round of I/O as what made the
+   * session ask, or arrived while that round ran: libuv reads it in the poll phase, and the
+   * session hears of it first. Node tells no one that a socket's receive buffer is empty; that
+   * poll phase is how we know.
+   */
+  awaitInputDrained() {
+    const waiting = this.drainChecks > 0;
+    this.drainChecks = 2; // this round's check phase, then the next: a poll phase between them
+    if (!waiting) setImmediate(checkInputDrained, this);
+  }
+
+  checkInputDrained() {
+    if (!this.pumping || this.socket.destroyed) {
+      this.drainChecks = 0;
+      return;
+    }
+    // Frames read and held for the next slice are input too: not drained until they are handed on.
+    if ((this.pauses & PAUSE_SLICE) !== 0 || --this.drainChecks > 0) {
+      setImmediate(checkInputDrained, this);
+      return;
+    }
+    this.onInputDrained();
   }
 
   /** True while input is not being read (a slice is over, or the session holds all it may). */
@@ -220,46 +234,20 @@ class RouterLink {
 
   // ---- output ------------------------------------------------------------------------------
 
-  /**
-   * Replies made while a chunk of router input is handled go out in one corked burst at the end
-   * of the tick. `more`: other queries of this connection are still in flight, so the burst is
-   * held until the end of this round of I/O (setImmediate) and answers that arrive on other
-   * backend sockets in the same round join it: one write for many replies under load. `soon`:
-   * an answer at its deadline, which leaves at the end of this tick whatever else is due (the
-   * router's own timeout is close). The last reply due, with nothing corked, is written at once:
-   * a lone query's answer waits for nothing.
-   */
+  /** A reply, batched with others (outbox.js); `more`: other queries are in flight; `soon`: an answer at its deadline. */
   send(buf, more = false, soon = false) {
-    const socket = this.socket;
-    if (socket.writableEnded || socket.destroyed) return; // after our FIN, or gone
-    if (this.corked === NOT_CORKED) {
-      // Otherwise nothing to batch with: written now, not after the rest of the tick's work.
-      if (soon || this.reading) this.cork(false);
-      else if (more) this.cork(true);
-    } else if (this.corked === UNTIL_ROUND && (soon || !more)) {
-      this.corked = UNTIL_TICK; // the burst leaves now, not at the round's end
-      process.nextTick(uncork, this);
-    }
-    socket.write(buf);
-    if (this.trace !== null && !this.trace.done) this.trace.sent(buf);
-    if (socket.writableLength > this.limits.maxOutboundBytes) {
-      this.log.warn('router is not reading its replies; closing the connection', {
-        ...this.meta, bufferedBytes: socket.writableLength, limit: this.limits.maxOutboundBytes,
-      });
-      this.fail('outbound buffer limit');
-    }
+    this.outbox.send(buf, more, soon, this.reading);
   }
 
   /** What is corked leaves now (answers at their deadline, hundreds of them, in groups). */
   flush() {
-    uncork(this);
+    this.outbox.flush();
   }
 
-  cork(untilRound) {
-    this.socket.cork();
-    this.corked = untilRound ? UNTIL_ROUND : UNTIL_TICK;
-    if (untilRound) setImmediate(uncork, this);
-    else process.nextTick(uncork, this);
+  /** The router does not read its replies (limits.maxOutboundBytes). */
+  overflow(bufferedBytes) {
+    this.log.warn('router is not reading its replies; closing the connection', { ...this.meta, bufferedBytes, limit: this.limits.maxOutboundBytes });
+    this.fail('outbound buffer limit');
   }
 
   // ---- timers ------------------------------------------------------------------------------
@@ -347,7 +335,7 @@ class RouterLink {
   finish(last, peerEnded) {
     const socket = this.socket;
     if (socket.writableEnded || socket.destroyed) return;
-    uncork(this);
+    this.outbox.flush();
     socket.end(last);
     if (peerEnded) this.closeWhenFlushed();
     this.lingerTimer = setTimeout(onLingerTimeout, this.limits.closeLingerMs, this);
@@ -391,6 +379,9 @@ class RouterLink {
   }
 }
 
+function checkInputDrained(link) {
+  link.checkInputDrained();
+}
 function endOfSlice(link) {
   link.resume(PAUSE_SLICE);
 }

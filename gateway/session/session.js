@@ -1,58 +1,50 @@
 'use strict';
 
-// One router connection (side A, side B, or any other): the GED-145 session state machine.
-// States: connected -> open (after OPEN_REQ) -> closing (after CLOSE_REQ) -> closed.
-// The close is one state machine, here (`phase`); the link only carries it out (router-link.js):
-//   live       reading and answering
-//   draining   the host is stopping: still reading and answering; ends once nothing is in flight
-//              and one more round of input has been read (endDrainedSoon)
-//   ending     we decided to close: input is read and dropped, what was read is still answered
-//   finishing  every request read is answered: `last` and our FIN are written, the link lingers
-//   closed     the socket is gone
-// Invariant: every request read from the router gets exactly one reply, unless the socket itself
-// is gone (then its backend calls are aborted and nothing is written). The socket side (reading,
-// writing, timers, the lingering close) is in router-link.js, the bookkeeping of queries in
-// flight in inflight.js, the OPEN negotiation in open.js, outcome -> reply (and its log events)
-// in reply.js, what a log line shows of a query in redact.js. What is left is the state machine
-// with a short handler per message type, the backlog past limits.maxInFlight, and the close.
+// One router connection (side A, side B, or any other): the GED-145 session state machine, with
+// a short handler per message type. Invariant: every request read from the router gets exactly
+// one reply, unless the socket itself is gone (then its backend calls are aborted and nothing is
+// written). The socket (reading, writing, timers, the lingering close) is router-link.js; the
+// queries in flight session-queries.js (exactly once: inflight.js); those waiting for a slot
+// backlog.js; the OPEN negotiation open.js; outcome -> reply reply.js; the channels this
+// publishes on diagnostics.js; /sessions' view summary.js. What a Session needs from its gateway is the
+// class SessionHost (host.js): server.js's Gateway extends it, and so do the tests' doubles.
 //
-// What a Session needs from its gateway is the class SessionHost (host.js): server.js's Gateway
-// extends it, and so do the tests' doubles.
+// One state (session/states.js), and while the socket lives, the step its close has reached:
+//
+//              OPEN_REQ             CLOSE_REQ                 OPEN_REQ
+//   connected ---------> open ------------------> closing ----------> open
+//       |                  |                         |
+//       +------------------+--- socket gone ---------+------------> closed
+//
+//   live --drain()--> draining --nothing in flight, input drained--+
+//     |                  (still reading and answering)              |
+//     +--end()--------------------------------------------------> ending
+//                (a fatal frame, a half-close, CLOSE from us,      |  input read and dropped;
+//                 an open refused, a host stopping)                |  what was read is answered
+//                                                                  v
+//              socket gone (any step) <-- router's FIN, linger -- finishing
+//                                                                    `last` and our FIN written
+//
+// "Input drained" is the link's to say (RouterLink.awaitInputDrained): a query the router sent
+// just before the last answer may already sit in our socket's buffer, and ending first would skip
+// a query that had reached us.
 
-const { performance } = require('node:perf_hooks');
 const {
   STATUS, MESSAGE_TYPES: T, des,
 } = require('../../lib/protocol');
-const { RouterLink, SLICE_FRAMES } = require('./router-link');
-const { LABEL, isAnswered } = require('../backend/outcome');
-const { InFlight } = require('./inflight');
+const { RouterLink } = require('./router-link');
+const { LABEL } = require('../backend/outcome');
+const { SessionQueries } = require('./session-queries');
+const { Backlog } = require('./backlog');
 const { negotiateOpen } = require('./open');
 const { Replies } = require('./reply');
-const { describeQuery } = require('./redact');
 const { LogThrottle } = require('../../lib/log-throttle');
-const { KeyCheck } = require('./key-check');
-const { SESSION_STATE: S } = require('./states');
-const {
-  channels, QueryView, labelsOf, statusOfLabel,
-} = require('./diagnostics');
+const { KeyCheck, reportVerdict } = require('./key-check');
+const { SESSION_STATE: S, CLOSE_STEP: STEP } = require('./states');
+const { channels, publishQueryStart, publishQuerySettle } = require('./diagnostics');
+const { sessionJson, sessionTally } = require('./summary');
 
 let nextSessionId = 1;
-const LIVE = 'live';
-const DRAINING = 'draining';
-const ENDING = 'ending';
-const FINISHING = 'finishing';
-const CLOSED = 'closed';
-/** Answers at their deadline are written in groups of this many when hundreds are due at once. */
-const EXPIRED_WRITE = 64;
-/** A session that stopped reading (held requests past limits.maxQueuedBytes) reads again at this fraction of it. */
-const RESUME_FRACTION = 0.5;
-/** Messages that change how the frames after them are read (state, cipher): decoding waits for them. */
-const BARRIERS = new Set([T.OPEN_REQ, T.CLOSE_REQ]);
-
-/**
- * OPEN_REQ.IdleTimeout is used as given within this range; 0 or a value outside it (0xFFFFFFFF
- * would overflow setTimeout into a 1 ms spin) gets limits.defaultIdleTimeoutMs (docs/configuration.md).
- */
 
 class Session {
   /** log: the connection's logger from the gateway's connection log budget (connection-log.js), given when it was accepted. */
@@ -69,6 +61,7 @@ class Session {
     this.throttle = new LogThrottle();
 
     this.state = S.CONNECTED;
+    this.step = STEP.LIVE; // how far the close has gone, while the socket lives (the drawing above)
     this.peer = `${socket.remoteAddress}:${socket.remotePort}`;
     this.connectedAt = new Date();
     this.lastHeartbeatAt = 0;
@@ -79,34 +72,25 @@ class Session {
     this.encrypted = false;
     this.keyCheck = null; // an encrypted session: whether its fields decrypt (key-check.js)
     this.idleTimeoutMs = 0;
-    this.inflight = new InFlight({
-      onDeadline: (p, lateMs) => this.expire(p, lateMs),
-      onOutcome: (p, outcome) => this.complete(p, outcome),
-      onLost: (p, outcome) => this.onLost(p, outcome),
-    });
     this.profile = gateway.profile; // the wire numbering (config `protocol`), and its serializer
     this.serialize = gateway.serialize;
     this.reply = new Replies({
       id: this.id, log: this.log, throttle: this.throttle, debug: this.debug, serialize: this.serialize, maxBody: this.limits.maxMessageLength,
       text: () => gateway.config.answers, // read per answer: a reload reaches open sessions
     });
+    this.queries = new SessionQueries(this, this.reply); // in flight, answered once, counted (session-queries.js)
+    this.inflight = this.queries.inflight;
     this.closeWaiters = [];
-    this.phase = LIVE; // the close's state machine (see the top of this file)
     this.closeReason = null; // why the connection closes: the first reason given (ours, the link's, the socket's)
     this.drainReason = null; // draining: the reason the session ends with once nothing is in flight
     this.last = undefined; // draining, ending: what is written before our FIN (a FAILURE_EVENT, say)
-    this.inDrainLoop = false; // drainBacklog is running: a settle inside it does not start it again
     this.peerEnded = false; // the router sent FIN (a half-close): end once every request it sent is answered
-    // Requests read while limits.maxInFlight queries are in flight, answered in order as slots
-    // free: {msg, size, receivedAt}, from backlogHead on. Heartbeats never wait here.
-    this.backlog = [];
-    this.backlogHead = 0;
-    this.backlogBytes = 0;
-    this.barrierHeld = false; // an OPEN_REQ or CLOSE_REQ waits in the backlog: decoding waits too
-    this.drainScheduled = false;
-    this.drainEndTurns = 0; // draining with nothing in flight: turns of the event loop left before the session ends
-    this.expiredCount = 0; // queries answered at their deadline: every EXPIRED_WRITE of them, the link flushes
-    this.outcomes = {}; // replies by their `outcome` label (ok, cached, stale, fallback, host_error...): ok and failed are read from it
+    this.backlog = new Backlog(this.limits.maxQueuedBytes, { // past limits.maxInFlight, answered in order as slots free
+      mayTake: (msg) => msg.typeId !== T.QUERY_REQ || this.inflight.size < this.limits.maxInFlight,
+      take: (msg, receivedAt, now) => this.handle(msg, receivedAt, now),
+      gone: () => this.state === S.CLOSED,
+      afterSlice: () => this.afterBacklogSlice(),
+    });
     this.counters = {
       queries: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0, lost: 0,
     };
@@ -118,6 +102,7 @@ class Session {
       onMessage: (msg, size) => this.onMessage(msg, size),
       onProtocolError: (err) => this.onProtocolError(err),
       onPeerEnd: () => this.onPeerEnd(), // half-close: what was sent is answered first
+      onInputDrained: () => this.onInputDrained(),
       onFailure: (reason) => this.noteCloseReason(reason),
       onClosed: () => this.onClose(),
       holding: () => this.waiting > 0,
@@ -145,7 +130,7 @@ class Session {
 
   /** Requests in the backlog, not dispatched yet. */
   get waiting() {
-    return this.backlog.length - this.backlogHead;
+    return this.backlog.length;
   }
 
   /** log.redact as it is now: a reload that turns it on covers this session's next line. */
@@ -155,12 +140,12 @@ class Session {
 
   /** Still reading and acting on requests (live or draining). */
   get reading() {
-    return this.phase === LIVE || this.phase === DRAINING;
+    return this.state !== S.CLOSED && (this.step === STEP.LIVE || this.step === STEP.DRAINING);
   }
 
   /** The host is stopping and this session has not ended yet (see drain()). */
   get draining() {
-    return this.phase === DRAINING;
+    return this.state !== S.CLOSED && this.step === STEP.DRAINING;
   }
 
   noteCloseReason(reason) {
@@ -179,74 +164,33 @@ class Session {
    */
   onMessage(msg, size) {
     if (!this.reading) return;
-    if (this.keyCheck !== null && msg.typeId === T.QUERY_REQ) this.judgeFields(msg);
+    if (this.keyCheck !== null && msg.typeId === T.QUERY_REQ) this.counters.droppedFields += reportVerdict(this.keyCheck.judge(msg), this);
     const receivedAt = this.link.lastRx;
     if (msg.typeId === T.HEARTBEAT_REQ) {
       this.onHeartbeat(msg);
     } else if (this.waiting > 0 || (msg.typeId === T.QUERY_REQ && this.inflight.size >= this.limits.maxInFlight)) {
-      this.hold(msg, size, receivedAt);
+      if (this.backlog.hold(msg, size, receivedAt)) this.link.pauseInput();
     } else {
       this.handle(msg, receivedAt);
     }
   }
 
-  hold(msg, size, receivedAt) {
-    this.backlog.push({ msg, size, receivedAt });
-    this.backlogBytes += size;
-    if (BARRIERS.has(msg.typeId)) this.barrierHeld = true;
-    if (this.barrierHeld || this.backlogBytes > this.limits.maxQueuedBytes) this.link.pauseInput();
-  }
-
-  /** Takes requests from the backlog while slots are free, a slice per turn of the event loop. */
-  drainBacklog() {
-    // A query settled inside the loop below (one that waited past its deadline is answered at
-    // once) calls afterSettle, which would start this loop again one level deeper: the loop goes on.
-    if (this.inDrainLoop) return;
-    this.inDrainLoop = true;
-    try {
-      this.drainBacklogSlice();
-    } finally {
-      this.inDrainLoop = false;
-    }
-  }
-
-  drainBacklogSlice() {
-    this.drainScheduled = false;
-    const { backlog } = this;
-    const now = performance.now(); // for each query taken: has it waited past its deadline?
-    let n = 0;
-    while (this.waiting > 0 && this.phase !== CLOSED) {
-      const item = backlog[this.backlogHead];
-      if (item.msg.typeId === T.QUERY_REQ && this.inflight.size >= this.limits.maxInFlight) break;
-      if (++n > SLICE_FRAMES) { // a slice per turn of the event loop, as the link reads
-        this.drainScheduled = true;
-        setImmediate(drainLater, this);
-        return;
-      }
-      backlog[this.backlogHead++] = undefined;
-      this.backlogBytes -= item.size;
-      if (BARRIERS.has(item.msg.typeId)) this.barrierHeld = false;
-      this.handle(item.msg, item.receivedAt, now);
-    }
-    if (this.waiting === 0) {
-      backlog.length = 0;
-      this.backlogHead = 0;
-    }
-    if (this.phase === CLOSED) return;
-    if (!this.barrierHeld && this.backlogBytes <= this.limits.maxQueuedBytes * RESUME_FRACTION) this.link.resumeInput();
+  /** The backlog stopped releasing: read again once it is small enough; with none left, input is done. */
+  afterBacklogSlice() {
+    if (this.backlog.mayResume) this.link.resumeInput();
     if (this.waiting === 0) this.inputDone();
   }
 
   /** Every request read has been dispatched: a half-closed router's session can end now. */
   inputDone() {
     if (this.peerEnded && this.link.unreadBytes === 0) this.end('closed by router');
-    else if (this.phase === ENDING && this.inflight.size === 0) this.finish();
+    else if (this.step === STEP.ENDING && this.inflight.size === 0) this.finish();
   }
 
   /** The router sent FIN: the answer to ours, or a half-close after its last request. */
   onPeerEnd() {
     this.peerEnded = true;
-    if (this.phase === FINISHING) this.link.closeWhenFlushed();
+    if (this.step === STEP.FINISHING) this.link.closeWhenFlushed();
     else if (this.waiting === 0) this.end('closed by router');
   }
 
@@ -267,13 +211,9 @@ class Session {
       this.failure(msg.invokeId, STATUS.E_AG_SESSION_ACTIVE, 'session is already open');
       return;
     }
+    const meta = { session: this.id, peer: this.peer };
     const agreed = negotiateOpen(msg, {
-      config: this.gateway.config,
-      limits: this.limits,
-      log: this.log,
-      throttle: this.throttle,
-      meta: { session: this.id, peer: this.peer },
-      admit: () => this.gateway.admitSession(this),
+      config: this.gateway.config, limits: this.limits, log: this.log, throttle: this.throttle, meta, admit: () => this.gateway.admitSession(this),
     });
     if (agreed.refusal !== undefined) {
       const { status, text, close } = agreed.refusal;
@@ -285,20 +225,13 @@ class Session {
     // Each OPEN sets encryption afresh: an encrypted session closed and reopened plain is plain.
     this.setSessionKey(agreed.sessionKey);
     this.openedAt = new Date();
-    this.connectInfo = agreed.connectInfo;
+    ({ connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs } = agreed);
     this.setState(S.OPEN);
-    this.version = agreed.version;
-    this.idleTimeoutMs = agreed.idleTimeoutMs;
     this.link.setIdleTimeout(this.idleTimeoutMs);
     this.send(this.serialize.openConf(msg.invokeId));
     this.log.sessionOpened();
     this.log.info('session opened', {
-      session: this.id,
-      peer: this.peer,
-      connectInfo: this.connectInfo,
-      version: this.version,
-      idleTimeoutMs: this.idleTimeoutMs,
-      encrypted: this.encrypted,
+      ...meta, connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs, encrypted: this.encrypted,
     });
   }
 
@@ -309,34 +242,6 @@ class Session {
     const cipher = sessionKey === null ? undefined : des.createSessionCipher(sessionKey, this.keyCheck.hooks());
     this.reply.setCipher(cipher);
     this.link.setCipher(cipher);
-  }
-
-  /**
-   * An encrypted QUERY_REQ, just decoded: a field that did not decrypt is logged (and ignored,
-   * docs/protocol.md section 7); a query whose fields show another key is refused in its turn
-   * (onQuery), and a router with another key is said once for the session (key-check.js).
-   */
-  judgeFields(q) {
-    const verdict = this.keyCheck.judge(q);
-    this.counters.droppedFields += verdict.dropped.length;
-    if (verdict.wrongKeyNow) {
-      this.log.warn('QUERY_REQ fields do not decrypt with this session\'s key: the router and this host have different DES private keys '
-        + '(GED145_DES_KEY or des.keyFile); every query of this session is answered FAILURE_CONF E_AG_INVALID_KEY', {
-        session: this.id, peer: this.peer, droppedFields: this.counters.droppedFields,
-      });
-      return;
-    }
-    if (verdict.refused) {
-      const n = this.throttle.hit('undecryptable-query');
-      if (n) this.log.warn('QUERY_REQ refused (E_AG_INVALID_KEY): its SUBTYPE or most of its fields do not decrypt', { session: this.id, count: n });
-      return;
-    }
-    for (const { tag, why } of verdict.dropped) {
-      const n = this.throttle.hit('dropped-field');
-      if (n) {
-        this.log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: this.id, tag, droppedFields: n });
-      }
-    }
   }
 
   onHeartbeat(msg) {
@@ -381,89 +286,26 @@ class Session {
     this.counters.queries++;
     if (this.keyCheck !== null && this.keyCheck.refuses(q)) {
       // Never answered as a success: a FAILURE_CONF, which the router counts toward its ErrorThreshold.
-      this.finishQuery(null, q, LABEL.INVALID_KEY,
+      this.queries.finish(null, q, LABEL.INVALID_KEY,
         this.reply.failureConf(q.invokeId, STATUS.E_AG_INVALID_KEY, 'the query\'s fields do not decrypt: the router and this host have different DES keys'));
       return;
     }
     if (q.duplicate && this.gateway.config.duplicates === 'answer-empty') {
-      this.finishQuery(null, q, LABEL.DUPLICATE, this.serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
+      this.queries.finish(null, q, LABEL.DUPLICATE, this.serialize.queryResp({ invokeId: q.invokeId, status: STATUS.E_AG_NO_ERROR }));
       return;
     }
-    const { resolver, config } = this.gateway;
-    const p = this.inflight.add(q, config.deadlineMs, receivedAt);
-    if (channels.queryStart.hasSubscribers) this.publishStart(q, p.start);
-    // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
-    // backend is not asked a question nobody waits for any more.
-    const late = now !== undefined && p.deadlineAt <= now;
-    if (this.debug && !late) this.log.debug('query', { ...labelsOf(q), ...describeQuery(q, this.id, this.redact) });
-    // group: the backend shares its connections out between sessions by it (engines/undici.js, Origin).
-    p.handle = resolver.dispatch(q, p.deadlineAt, this.id, p, !late);
-    if (late) this.expire(p);
+    this.queries.dispatch(q, receivedAt, now);
   }
 
-  // ---- replies -----------------------------------------------------------------------------
-
-  complete(p, outcome) {
-    if (!this.inflight.settle(p)) return; // the deadline answered it already, or the router went away
-    const [label, reply] = this.reply.forOutcome(p.query, outcome);
-    this.finishQuery(p, p.query, label, reply);
-    // Many answers in one round of I/O can hold the deadline timer back: what is due is answered
-    // here, between them, not after the round.
-    this.inflight.expireIfDue();
-  }
-
-  expire(p, lateMs = 0) {
-    if (!this.inflight.settle(p)) return;
-    p.expired = true;
-    // The backend's substitute (stale, fallback), or null; the handle aborts its request and drops a late answer.
-    const instead = p.handle.atDeadline(lateMs);
-    if (instead !== null) {
-      const [label, reply] = this.reply.forOutcome(p.query, instead);
-      this.finishQuery(p, p.query, label, reply);
-    } else {
-      this.finishQuery(p, p.query, LABEL.DEADLINE,
-        this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${p.deadlineMs} ms`));
-    }
-    // Hundreds due at once (a burst's tail) leave in writes of EXPIRED_WRITE, not all after the last.
-    if (++this.expiredCount % EXPIRED_WRITE === 0) this.link.flush();
-  }
-
-  finishQuery(p, q, outcome, reply) {
-    // First: the books can wait, the router cannot. An answer at the deadline leaves this tick.
-    this.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
-    this.outcomes[outcome] = (this.outcomes[outcome] || 0) + 1;
-    if (channels.querySettle.hasSubscribers) this.publishSettle(q, p, outcome);
-    if (p !== null) this.afterSettle();
-  }
-
-  /** ged145:query:start: the query's view, kept on the message for its log lines and the backend's (q.view). */
-  publishStart(q, receivedAt) {
-    q.view = new QueryView(q, this.side, receivedAt);
-    channels.queryStart.publish({ gateway: this.gateway, session: this, query: q.view });
-  }
-
-  /** ged145:query:settle; p is null for a query answered without going in flight (a duplicate, a wrong key) or lost in the backlog. */
-  publishSettle(q, p, outcome) {
-    const now = performance.now();
-    if (q.view === undefined) q.view = new QueryView(q, this.side, p === null ? now : p.start);
-    channels.querySettle.publish({
-      gateway: this.gateway,
-      session: this,
-      query: q.view,
-      outcome,
-      status: statusOfLabel(outcome),
-      ms: p === null ? 0 : now - p.start,
-      late: p !== null && (p.expired || now >= p.deadlineAt),
-    });
-  }
+  // ---- after each reply --------------------------------------------------------------------
 
   afterSettle() {
-    if (this.phase === CLOSED) return;
-    if (this.waiting > 0 && !this.drainScheduled) this.drainBacklog();
+    if (this.state === S.CLOSED) return;
+    if (this.waiting > 0 && !this.backlog.scheduled) this.backlog.release();
     if (this.closeWaiters.length > 0) this.settleClose();
     if (this.inflight.size === 0 && this.waiting === 0) {
-      if (this.phase === ENDING) this.finish();
-      else if (this.phase === DRAINING) this.endDrainedSoon();
+      if (this.step === STEP.ENDING) this.finish();
+      else if (this.step === STEP.DRAINING) this.link.awaitInputDrained();
       this.gateway.onSessionIdle(this);
     }
   }
@@ -491,49 +333,40 @@ class Session {
         gateway: this.gateway, session: this, code: err.reason, fatal: err.fatal === true,
       });
     }
+    const meta = { session: this.id, peer: this.peer, reason: err.reason };
     if (err.fatal) {
       // The stream cannot be trusted past this frame, but the queries read before it are intact:
       // they are answered first, then FAILURE_EVENT, then a lingering close.
-      this.log.warn(`closing connection: ${err.message}`, { session: this.id, peer: this.peer, reason: err.reason, inFlight: this.inflight.size });
+      this.log.warn(`closing connection: ${err.message}`, { ...meta, inFlight: this.inflight.size });
       this.end(err.reason, this.serialize.failureEvent(STATUS.E_AG_INVALID_MESSAGE, err.message));
       return;
     }
     this.counters.rejects++;
     const n = this.throttle.hit('reject');
-    if (n) {
-      this.log.warn(`rejected a frame: ${err.message}`, {
-        session: this.id, peer: this.peer, reason: err.reason, invokeId: err.invokeId, rejects: n,
-      });
-    }
+    if (n) this.log.warn(`rejected a frame: ${err.message}`, { ...meta, invokeId: err.invokeId, rejects: n });
     if (err.invokeId === undefined) this.send(this.serialize.failureEvent(err.status, err.message));
     else this.failure(err.invokeId, err.status, err.message);
   }
 
   /**
    * The host is stopping (a shutdown, a rolling restart): go on reading and answering, and end the
-   * session at the first moment nothing is in flight. Stopping input at once would drop the
-   * queries the router sends before it sees our FIN; this leaves only those sent in the last
-   * round trip. The gateway ends every session anyway when shutdownTimeoutMs runs out.
+   * session once nothing is in flight and the router's input is drained. Stopping input at once
+   * would drop the queries the router sends before it sees our FIN; this leaves only those sent
+   * in the last round trip. The gateway ends every session anyway when shutdownTimeoutMs runs out.
    */
   drain(reason, last) {
-    if (this.phase !== LIVE) return;
-    this.phase = DRAINING;
+    if (this.state === S.CLOSED || this.step !== STEP.LIVE) return;
+    this.step = STEP.DRAINING;
     this.drainReason = reason;
     this.last = last;
-    if (this.inflight.size === 0 && this.waiting === 0) this.endDrainedSoon();
+    if (this.inflight.size === 0 && this.waiting === 0) this.link.awaitInputDrained();
   }
 
-  /**
-   * Nothing in flight while draining: end two check phases from now, not at once. A query of the
-   * router's may be in our socket's buffer already, handed to us in the same round of I/O as the
-   * answer (or the shutdown signal) that got us here, or arrived while that round ran. Ending now
-   * would skip it as input after our close: a query lost that had reached us. The poll between
-   * the two check phases reads it; it is then in flight, and its answer brings us back here.
-   */
-  endDrainedSoon() {
-    const scheduled = this.drainEndTurns > 0;
-    this.drainEndTurns = 2; // counted again from a query answered meanwhile
-    if (!scheduled) setImmediate(endDrained, this);
+  /** The link has read all the router sent (awaitInputDrained): a draining session with nothing left to answer ends. */
+  onInputDrained() {
+    if (!this.draining || this.inflight.size > 0 || this.waiting > 0) return; // a query came meanwhile: asked again once answered
+    this.end(this.drainReason, this.last);
+    this.gateway.onSessionIdle(this);
   }
 
   /**
@@ -542,7 +375,7 @@ class Session {
    */
   end(reason, last) {
     if (!this.reading) return;
-    this.phase = ENDING;
+    this.step = STEP.ENDING;
     this.last = last;
     this.noteCloseReason(reason);
     this.clearOpenTimer();
@@ -553,13 +386,13 @@ class Session {
 
   /** Every request read is answered: `last`, our FIN, and the link lingers for the router's. */
   finish() {
-    if (this.phase !== ENDING) return;
-    this.phase = FINISHING;
+    if (this.state === S.CLOSED || this.step !== STEP.ENDING) return;
+    this.step = STEP.FINISHING;
     this.link.finish(this.last, this.peerEnded);
   }
 
   destroy(reason) {
-    if (this.phase === CLOSED) return;
+    if (this.state === S.CLOSED) return;
     this.noteCloseReason(reason);
     this.link.destroy();
   }
@@ -570,107 +403,43 @@ class Session {
   }
 
   onClose() {
-    if (this.phase === CLOSED) return;
+    if (this.state === S.CLOSED) return;
     const wasOpen = this.state === S.OPEN;
-    this.phase = CLOSED;
     this.setState(S.CLOSED);
     this.clearOpenTimer();
     // Queries the router will get no answer to, because it went away: in flight, or waiting.
-    let lost = this.inflight.size;
-    this.inflight.abortAll(LABEL.LOST);
-    for (let i = this.backlogHead; i < this.backlog.length; i++) {
-      const { msg, receivedAt } = this.backlog[i];
+    let lost = this.queries.abandon();
+    for (const { msg, receivedAt } of this.backlog.drop()) {
       if (msg.typeId !== T.QUERY_REQ) continue;
       lost++;
-      if (channels.queryStart.hasSubscribers) this.publishStart(msg, receivedAt);
-      if (channels.querySettle.hasSubscribers) this.publishSettle(msg, null, LABEL.LOST);
+      if (channels.queryStart.hasSubscribers) publishQueryStart(this, msg, receivedAt);
+      if (channels.querySettle.hasSubscribers) publishQuerySettle(this, msg, null, LABEL.LOST);
     }
-    this.backlog = [];
-    this.backlogHead = 0;
     this.counters.lost += lost;
     if (wasOpen) this.gateway.releaseSession(this);
     this.gateway.onSessionClosed(this);
+    const reason = this.closeReason || 'closed by router';
     this.log.info('router disconnected', {
       session: this.id,
       peer: this.peer,
-      reason: this.closeReason || 'closed by router',
+      reason,
       abandonedQueries: lost,
       queriesAfterClose: this.link.queriesAfterClose,
       unreadBytes: this.link.unreadBytes,
       ...this.tally(),
-      outcomes: { ...this.outcomes, ...(lost > 0 ? { [LABEL.LOST]: lost } : {}) },
+      outcomes: { ...this.queries.outcomes, ...(lost > 0 ? { [LABEL.LOST]: lost } : {}) },
     });
-    if (channels.sessionClose.hasSubscribers) {
-      channels.sessionClose.publish({ gateway: this.gateway, session: this, reason: this.closeReason || 'closed by router' });
-    }
+    if (channels.sessionClose.hasSubscribers) channels.sessionClose.publish({ gateway: this.gateway, session: this, reason });
   }
-
-  /** A query in flight the router went away from (InFlight.abortAll): counted, never answered. */
-  onLost(p, outcome) {
-    if (channels.querySettle.hasSubscribers) this.publishSettle(p.query, p, outcome);
-  }
-
-  // ---- views -------------------------------------------------------------------------------
 
   toJSON() {
-    return {
-      id: this.id,
-      peer: this.peer,
-      state: this.state,
-      connectInfo: this.connectInfo,
-      version: this.version,
-      encrypted: this.encrypted,
-      tls: this.tls,
-      connectedAt: this.connectedAt.toISOString(),
-      lastHeartbeatAt: this.lastHeartbeatAt === 0 ? null : new Date(this.lastHeartbeatAt).toISOString(),
-      openedAt: this.openedAt && this.openedAt.toISOString(),
-      idleTimeoutMs: this.idleTimeoutMs,
-      inFlight: this.inflight.size,
-      waiting: this.waiting,
-      paused: this.link.paused,
-      counters: this.tally(),
-      outcomes: { ...this.outcomes },
-    };
+    return sessionJson(this);
   }
 
-  /**
-   * The counters, with the replies added up from the outcomes: answered (ok), the backend's own
-   * "no" (appError: an unknown caller, a 404 the routing script expects; an answer it chose, not a
-   * failure of ours), and failed.
-   */
+  /** The counters, with the replies added up from the outcomes (summary.js). */
   tally() {
-    let ok = 0;
-    let appError = 0;
-    let failed = 0;
-    for (const [label, n] of Object.entries(this.outcomes)) {
-      if (isAnswered(label)) ok += n;
-      else if (label === LABEL.APP_ERROR) appError += n;
-      else failed += n;
-    }
-    const { queries, ...rest } = this.counters;
-    // appError after failed: log parsers written for "queries= ok= failed=" keep working.
-    return {
-      queries, ok, failed, appError, ...rest,
-    };
+    return sessionTally(this);
   }
-}
-
-function drainLater(session) {
-  session.drainBacklog();
-}
-
-function endDrained(session) {
-  if (session.phase !== DRAINING || session.inflight.size > 0 || session.waiting > 0) {
-    session.drainEndTurns = 0;
-    return;
-  }
-  // Frames read from the socket and held for the next slice are input too: wait for them first.
-  if (session.link.betweenSlices || --session.drainEndTurns > 0) {
-    setImmediate(endDrained, session);
-    return;
-  }
-  session.end(session.drainReason, session.last);
-  session.gateway.onSessionIdle(session);
 }
 
 function onOpenTimeout(session) {

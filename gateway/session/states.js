@@ -16,4 +16,15 @@ const SESSION_STATE = Object.freeze({
 /** The states a live connection can be in, in their order (a gauge's series, the page's columns). */
 const LIVE_STATES = Object.freeze([SESSION_STATE.CONNECTED, SESSION_STATE.OPEN, SESSION_STATE.CLOSING]);
 
-module.exports = { SESSION_STATE, LIVE_STATES };
+/**
+ * How far a connection's close has gone while its socket lives (session.js draws the sequence):
+ * live (reading and answering), draining (the host is stopping: still reading and answering, ends
+ * once nothing is in flight and the input is drained), ending (input read and dropped, what was
+ * read is answered), finishing (`last` and our FIN written, lingering for the router's FIN).
+ * Once the socket is gone the state is closed, whatever the step.
+ */
+const CLOSE_STEP = Object.freeze({
+  LIVE: 'live', DRAINING: 'draining', ENDING: 'ending', FINISHING: 'finishing',
+});
+
+module.exports = { SESSION_STATE, LIVE_STATES, CLOSE_STEP };

@@ -1,0 +1,98 @@
+'use strict';
+
+// The queries of one session on their way through: dispatched to the backend side, each answered
+// exactly once by whichever comes first of its outcome, its deadline, or the end of the
+// connection (inflight.js keeps that rule), the reply written and the query counted by its
+// `outcome` label and published (ged145:query:settle). The session decides whether a query is
+// taken at all (an open session, the key, a duplicate) and is told after each settle.
+
+const { STATUS } = require('../../lib/protocol');
+const { LABEL } = require('../backend/outcome');
+const { InFlight } = require('./inflight');
+const { describeQuery } = require('./redact');
+const { channels, labelsOf, publishQueryStart, publishQuerySettle } = require('./diagnostics');
+
+/** Answers at their deadline are written in groups of this many when hundreds are due at once. */
+const EXPIRED_WRITE = 64;
+
+class SessionQueries {
+  /** session: the owner (its link, gateway, log and afterSettle); reply: its Replies (reply.js). */
+  constructor(session, reply) {
+    this.session = session;
+    this.reply = reply;
+    this.inflight = new InFlight({
+      onDeadline: (p, lateMs) => this.expire(p, lateMs),
+      onOutcome: (p, outcome) => this.complete(p, outcome),
+      onLost: (p, outcome) => this.lost(p, outcome),
+    });
+    this.outcomes = {}; // replies by their `outcome` label (ok, cached, stale, fallback, host_error...): ok and failed are read from it
+    this.expiredCount = 0; // queries answered at their deadline: every EXPIRED_WRITE of them, the link flushes
+  }
+
+  /**
+   * q goes in flight: receivedAt, when its bytes arrived (performance.now()), starts its deadline;
+   * now: given for a query that waited in the backlog, answered at once if its deadline has passed.
+   */
+  dispatch(q, receivedAt, now) {
+    const s = this.session;
+    const { resolver, config } = s.gateway;
+    const p = this.inflight.add(q, config.deadlineMs, receivedAt);
+    if (channels.queryStart.hasSubscribers) publishQueryStart(s, q, p.start);
+    // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
+    // backend is not asked a question nobody waits for any more.
+    const late = now !== undefined && p.deadlineAt <= now;
+    if (s.debug && !late) s.log.debug('query', { ...labelsOf(q), ...describeQuery(q, s.id, s.redact) });
+    // group: the backend shares its connections out between sessions by it (engines/undici.js, Origin).
+    p.handle = resolver.dispatch(q, p.deadlineAt, s.id, p, !late);
+    if (late) this.expire(p);
+  }
+
+  complete(p, outcome) {
+    if (!this.inflight.settle(p)) return; // the deadline answered it already, or the router went away
+    const [label, reply] = this.reply.forOutcome(p.query, outcome);
+    this.finish(p, p.query, label, reply);
+    // Many answers in one round of I/O can hold the deadline timer back: what is due is answered
+    // here, between them, not after the round.
+    this.inflight.expireIfDue();
+  }
+
+  expire(p, lateMs = 0) {
+    if (!this.inflight.settle(p)) return;
+    p.expired = true;
+    // The backend's substitute (stale, fallback), or null; the handle aborts its request and drops a late answer.
+    const instead = p.handle.atDeadline(lateMs);
+    if (instead !== null) {
+      const [label, reply] = this.reply.forOutcome(p.query, instead);
+      this.finish(p, p.query, label, reply);
+    } else {
+      this.finish(p, p.query, LABEL.DEADLINE,
+        this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${p.deadlineMs} ms`));
+    }
+    // Hundreds due at once (a burst's tail) leave in writes of EXPIRED_WRITE, not all after the last.
+    if (++this.expiredCount % EXPIRED_WRITE === 0) this.session.link.flush();
+  }
+
+  /** The reply is written and the query counted; p is null for a query answered without going in flight (a duplicate, a wrong key). */
+  finish(p, q, outcome, reply) {
+    const s = this.session;
+    // First: the books can wait, the router cannot. An answer at the deadline leaves this tick.
+    s.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
+    this.outcomes[outcome] = (this.outcomes[outcome] || 0) + 1;
+    if (channels.querySettle.hasSubscribers) publishQuerySettle(s, q, p, outcome);
+    if (p !== null) s.afterSettle();
+  }
+
+  /** A query in flight the router went away from (InFlight.abortAll): counted, never answered. */
+  lost(p, outcome) {
+    if (channels.querySettle.hasSubscribers) publishQuerySettle(this.session, p.query, p, outcome);
+  }
+
+  /** The connection is gone: the queries in flight are lost; returns how many. */
+  abandon() {
+    const n = this.inflight.size;
+    this.inflight.abortAll(LABEL.LOST);
+    return n;
+  }
+}
+
+module.exports = { SessionQueries };
