@@ -1,41 +1,33 @@
 'use strict';
 
 // What the session's diagnostics channels cost a query (docs/diagnostics.md): the two publishes
-// every query makes (ged145:query:start, ged145:query:settle), written as session.js writes them,
-// with nobody subscribed (a `hasSubscribers` read each), with the default subscriber only (the
-// metrics subscribe to :settle, attach.js), and with both subscribed (traces: a QueryView and two
-// messages built). Nanoseconds per query, median of BENCH_ROUNDS rounds of BENCH_QUERIES queries,
-// against the same loop without any channel. Printed as a table; nothing is written.
+// every query makes (ged145:query:start, ged145:query:settle), through the session's own
+// publishers (session/diagnostics.js, called as session-queries.js calls them): with nobody
+// subscribed (a `hasSubscribers` read each), with the default subscriber only (the metrics
+// subscribe to :settle, attach.js), and with both subscribed (traces: a QueryView and two
+// messages built; the bench's stand-in for the query's PendingQuery is one more small object).
+// Nanoseconds per query, median of BENCH_ROUNDS rounds of BENCH_QUERIES queries, against the
+// same loop without any channel. Printed as a table; nothing is written.
 //   node bench/channels.js
 //   BENCH_ROUNDS=15 BENCH_QUERIES=2000000 node bench/channels.js
 
 const dc = require('node:diagnostics_channel');
-const { performance } = require('node:perf_hooks');
-const { channels, QueryView, statusOfLabel } = require('../gateway/session/diagnostics');
+const { channels, publishQueryStart, publishQuerySettle } = require('../gateway/session/diagnostics');
 const { table } = require('./report');
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 11);
 const QUERIES = Number(process.env.BENCH_QUERIES || 1_000_000);
 
 const gateway = {};
-const session = { id: 1, side: 'side-A' };
+const session = { id: 1, side: 'side-A', gateway };
 const newQuery = (i) => ({
   invokeId: i, subtype: 'cust', clid: '5551000001', view: undefined,
 });
 
-/** One query's publishes, as session.js makes them (onQuery, finishQuery -> publishSettle). */
+/** One query's publishes, as SessionQueries makes them (dispatch, then finish). */
 function oneQuery(q, start) {
-  if (channels.queryStart.hasSubscribers) {
-    q.view = new QueryView(q, session.side, start);
-    channels.queryStart.publish({ gateway, session, query: q.view });
-  }
-  if (channels.querySettle.hasSubscribers) {
-    const now = performance.now();
-    if (q.view === undefined) q.view = new QueryView(q, session.side, start);
-    channels.querySettle.publish({
-      gateway, session, query: q.view, outcome: 'ok', status: statusOfLabel('ok'), ms: now - start, late: false,
-    });
-  }
+  if (channels.queryStart.hasSubscribers) publishQueryStart(session, q, start);
+  if (channels.querySettle.hasSubscribers) publishQuerySettle(session, q, { start, expired: false, deadlineAt: start + 250 }, 'ok');
 }
 
 /** The same loop without channels: what the query costs the bench itself (its object, the clock). */
