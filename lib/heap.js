@@ -1,6 +1,6 @@
 'use strict';
 
-// V8 heap settings the gateway makes for itself (docs/performance.md, "Issue 18"). Node sizes its
+// V8 heap settings the gateway makes for itself (docs/performance.md, "Memory"). Node sizes its
 // heap for throughput on big machines: after the warm-up the gateway held about 105 MB RSS idle
 // and 140 MB under 2,000 queries/s, most of it a 32 MB young generation and old-generation garbage
 // V8 had not needed to collect yet. These V8 flags are read while the process runs, so the gateway
