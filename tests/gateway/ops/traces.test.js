@@ -76,7 +76,7 @@ function configFor(base) {
 }
 
 /** This process's environment without any OTEL_* of its own (an empty value is unset, to the SDKs and to the gateway), plus env. */
-function otelOnly(env) {
+function withOtelEnvironment(env) {
   const cleared = Object.fromEntries(Object.keys(process.env).filter((k) => k.startsWith('OTEL_')).map((k) => [k, '']));
   return { ...cleared, ...env };
 }
@@ -135,7 +135,7 @@ describe('traces end to end: a gateway process with only OTEL_* set, a real OTLP
     it(`${protocol}: every backend request carries one traceparent, naming its span under the query's; service.name; no caller data`, async () => {
       const g = await startGateway(configFor(backend.base), {
         dir,
-        env: otelOnly({
+        env: withOtelEnvironment({
           OTEL_EXPORTER_OTLP_ENDPOINT: receiver.base, OTEL_EXPORTER_OTLP_PROTOCOL: protocol, OTEL_SERVICE_NAME: 'ged145-e2e', OTEL_BSP_SCHEDULE_DELAY: '100',
         }),
       });
@@ -202,7 +202,7 @@ describe('traces end to end: a gateway process with only OTEL_* set, a real OTLP
   it('without OTEL_* nothing is exported, no request carries a traceparent of ours, no drop metric', async () => {
     // Everything but an endpoint or an exporter: still off.
     const g = await startGateway(configFor(backend.base), {
-      dir, env: otelOnly({ OTEL_SERVICE_NAME: 'ged145-e2e', OTEL_TRACES_SAMPLER: 'always_on', OTEL_BSP_SCHEDULE_DELAY: '50' }),
+      dir, env: withOtelEnvironment({ OTEL_SERVICE_NAME: 'ged145-e2e', OTEL_TRACES_SAMPLER: 'always_on', OTEL_BSP_SCHEDULE_DELAY: '50' }),
     });
     try {
       const ids = [1, 2, 3, 4, 5];
@@ -226,7 +226,7 @@ describe('traces end to end: a gateway process with only OTEL_* set, a real OTLP
     const down = `http://127.0.0.1:${await freePort()}`;
     const g = await startGateway(configFor(backend.base), {
       dir,
-      env: otelOnly({
+      env: withOtelEnvironment({
         OTEL_EXPORTER_OTLP_ENDPOINT: down, OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_BSP_MAX_QUEUE_SIZE: '16', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '8',
         OTEL_EXPORTER_OTLP_TIMEOUT: '500',
       }),
