@@ -5,11 +5,54 @@
 // be what this host can do (a key configured, the SESSION_KEY opening to two equal halves, or no
 // encryption where des.require allows it); the server must have a session slot. negotiateOpen()
 // returns what was agreed, or the refusal with its status and whether it closes the connection;
-// it logs each refusal, and the session applies the result (session.js, onOpen).
+// it logs each refusal. openSession() is the session's answer to OPEN_REQ: the refusal, or the
+// agreement applied to the session (its side, version, idle timeout and encryption) and OPEN_CONF.
 
 const {
   STATUS, des, IDLE_TIMEOUT_RANGE,
 } = require('../../lib/protocol');
+const { SESSION_STATE: S } = require('./states');
+const { KeyCheck } = require('./key-check');
+
+/** OPEN_REQ msg on session (session.js): refused with FAILURE_CONF (and maybe a close), or the session opens. */
+function openSession(session, msg) {
+  if (session.state === S.OPEN) {
+    session.failure(msg.invokeId, STATUS.E_AG_SESSION_ACTIVE, 'session is already open');
+    return;
+  }
+  const meta = { session: session.id, peer: session.peer };
+  const { gateway, limits, log, throttle } = session;
+  const agreed = negotiateOpen(msg, {
+    config: gateway.config, limits, log, throttle, meta, admit: () => gateway.admitSession(session),
+  });
+  if (agreed.refusal !== undefined) {
+    const { status, text, close } = agreed.refusal;
+    session.failure(msg.invokeId, status, text);
+    if (close !== null) session.end(close);
+    return;
+  }
+  session.clearOpenTimer();
+  // Each OPEN sets encryption afresh: an encrypted session closed and reopened plain is plain.
+  setSessionKey(session, agreed.sessionKey);
+  session.openedAt = new Date();
+  ({ connectInfo: session.connectInfo, version: session.version, idleTimeoutMs: session.idleTimeoutMs } = agreed);
+  session.setState(S.OPEN);
+  session.link.setIdleTimeout(session.idleTimeoutMs);
+  session.send(session.serialize.openConf(msg.invokeId));
+  session.log.sessionOpened();
+  session.log.info('session opened', {
+    ...meta, connectInfo: session.connectInfo, version: session.version, idleTimeoutMs: session.idleTimeoutMs, encrypted: session.encrypted,
+  });
+}
+
+/** docs/protocol.md, encryption: with a session key every tag of QUERY_REQ, QUERY_RESP and FAILURE_CONF is DES-encrypted. */
+function setSessionKey(session, sessionKey) {
+  session.encrypted = sessionKey !== null;
+  session.keyCheck = sessionKey === null ? null : new KeyCheck();
+  const cipher = sessionKey === null ? undefined : des.createSessionCipher(sessionKey, session.keyCheck.hooks());
+  session.reply.setCipher(cipher);
+  session.link.setCipher(cipher);
+}
 
 /**
  * What OPEN_REQ msg gets: {version, connectInfo, idleTimeoutMs, sessionKey (null: plain)}, or
@@ -71,4 +114,4 @@ function idleTimeoutFor(requested, { limits, log, throttle, meta }) {
   return limits.defaultIdleTimeoutMs;
 }
 
-module.exports = { negotiateOpen };
+module.exports = { openSession, negotiateOpen };

@@ -6,7 +6,7 @@
 // `outcome` label and published (ged145:query:settle). The session decides whether a query is
 // taken at all (an open session, the key, a duplicate) and is told after each settle.
 
-const { STATUS } = require('../../lib/protocol');
+const { STATUS, MESSAGE_TYPES: T } = require('../../lib/protocol');
 const { LABEL } = require('../backend/outcome');
 const { InFlight } = require('./inflight');
 const { describeQuery } = require('./redact');
@@ -87,10 +87,20 @@ class SessionQueries {
     if (channels.querySettle.hasSubscribers) publishQuerySettle(this.session, p.query, p, outcome);
   }
 
-  /** The connection is gone: the queries in flight are lost; returns how many. */
-  abandon() {
-    const n = this.inflight.size;
+  /**
+   * The connection is gone: the queries in flight are lost, and so are those waiting in the backlog
+   * (waiting: what Backlog.drop() returned, {msg, receivedAt} each). Returns how many were lost.
+   */
+  abandon(waiting) {
+    let n = this.inflight.size;
     this.inflight.abortAll(LABEL.LOST);
+    const s = this.session;
+    for (const { msg, receivedAt } of waiting) {
+      if (msg.typeId !== T.QUERY_REQ) continue;
+      n++;
+      if (channels.queryStart.hasSubscribers) publishQueryStart(s, msg, receivedAt);
+      if (channels.querySettle.hasSubscribers) publishQuerySettle(s, msg, null, LABEL.LOST);
+    }
     return n;
   }
 }

@@ -5,7 +5,7 @@
 // one reply, unless the socket itself is gone (then its backend calls are aborted and nothing is
 // written). The socket (reading, writing, timers, the lingering close) is router-link.js; the
 // queries in flight session-queries.js (exactly once: inflight.js); those waiting for a slot
-// backlog.js; the OPEN negotiation open.js; outcome -> reply reply.js; the channels this
+// backlog.js; OPEN_REQ and its negotiation open.js; outcome -> reply reply.js; the channels this
 // publishes on diagnostics.js; /sessions' view summary.js. What a Session needs from its gateway is the
 // class SessionHost (host.js): server.js's Gateway extends it, and so do the tests' doubles.
 //
@@ -30,19 +30,19 @@
 // a query that had reached us.
 
 const {
-  STATUS, MESSAGE_TYPES: T, des,
+  STATUS, MESSAGE_TYPES: T,
 } = require('../../lib/protocol');
 const { RouterLink } = require('./router-link');
 const { LABEL } = require('../backend/outcome');
 const { SessionQueries } = require('./session-queries');
 const { Backlog } = require('./backlog');
-const { negotiateOpen } = require('./open');
+const { openSession } = require('./open');
 const { Replies } = require('./reply');
 const { LogThrottle } = require('../../lib/log-throttle');
-const { KeyCheck, reportVerdict } = require('./key-check');
+const { reportVerdict } = require('./key-check');
 const { SESSION_STATE: S, CLOSE_STEP: STEP } = require('./states');
-const { channels, publishQueryStart, publishQuerySettle } = require('./diagnostics');
-const { sessionJson, sessionTally } = require('./summary');
+const { channels } = require('./diagnostics');
+const { sessionJson, closeSummary } = require('./summary');
 
 let nextSessionId = 1;
 
@@ -152,10 +152,6 @@ class Session {
     if (this.closeReason === null) this.closeReason = reason;
   }
 
-  get paused() {
-    return this.link.paused;
-  }
-
   // ---- requests ----------------------------------------------------------------------------
 
   /**
@@ -199,49 +195,11 @@ class Session {
     switch (msg.typeId) {
       case T.QUERY_REQ: this.onQuery(msg, receivedAt, now); break;
       case T.HEARTBEAT_REQ: this.onHeartbeat(msg); break;
-      case T.OPEN_REQ: this.onOpen(msg); break;
+      case T.OPEN_REQ: openSession(this, msg); break;
       case T.CLOSE_REQ: this.onCloseReq(msg); break;
       case T.PARAM_REQ: this.onParam(msg); break;
       default: break; // the decoder only lets router->host types through
     }
-  }
-
-  onOpen(msg) {
-    if (this.state === S.OPEN) {
-      this.failure(msg.invokeId, STATUS.E_AG_SESSION_ACTIVE, 'session is already open');
-      return;
-    }
-    const meta = { session: this.id, peer: this.peer };
-    const agreed = negotiateOpen(msg, {
-      config: this.gateway.config, limits: this.limits, log: this.log, throttle: this.throttle, meta, admit: () => this.gateway.admitSession(this),
-    });
-    if (agreed.refusal !== undefined) {
-      const { status, text, close } = agreed.refusal;
-      this.failure(msg.invokeId, status, text);
-      if (close !== null) this.end(close);
-      return;
-    }
-    this.clearOpenTimer();
-    // Each OPEN sets encryption afresh: an encrypted session closed and reopened plain is plain.
-    this.setSessionKey(agreed.sessionKey);
-    this.openedAt = new Date();
-    ({ connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs } = agreed);
-    this.setState(S.OPEN);
-    this.link.setIdleTimeout(this.idleTimeoutMs);
-    this.send(this.serialize.openConf(msg.invokeId));
-    this.log.sessionOpened();
-    this.log.info('session opened', {
-      ...meta, connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs, encrypted: this.encrypted,
-    });
-  }
-
-  /** docs/protocol.md, encryption: with a session key every tag of QUERY_REQ, QUERY_RESP and FAILURE_CONF is DES-encrypted. */
-  setSessionKey(sessionKey) {
-    this.encrypted = sessionKey !== null;
-    this.keyCheck = sessionKey === null ? null : new KeyCheck();
-    const cipher = sessionKey === null ? undefined : des.createSessionCipher(sessionKey, this.keyCheck.hooks());
-    this.reply.setCipher(cipher);
-    this.link.setCipher(cipher);
   }
 
   onHeartbeat(msg) {
@@ -408,37 +366,17 @@ class Session {
     this.setState(S.CLOSED);
     this.clearOpenTimer();
     // Queries the router will get no answer to, because it went away: in flight, or waiting.
-    let lost = this.queries.abandon();
-    for (const { msg, receivedAt } of this.backlog.drop()) {
-      if (msg.typeId !== T.QUERY_REQ) continue;
-      lost++;
-      if (channels.queryStart.hasSubscribers) publishQueryStart(this, msg, receivedAt);
-      if (channels.querySettle.hasSubscribers) publishQuerySettle(this, msg, null, LABEL.LOST);
-    }
+    const lost = this.queries.abandon(this.backlog.drop());
     this.counters.lost += lost;
     if (wasOpen) this.gateway.releaseSession(this);
     this.gateway.onSessionClosed(this);
     const reason = this.closeReason || 'closed by router';
-    this.log.info('router disconnected', {
-      session: this.id,
-      peer: this.peer,
-      reason,
-      abandonedQueries: lost,
-      queriesAfterClose: this.link.queriesAfterClose,
-      unreadBytes: this.link.unreadBytes,
-      ...this.tally(),
-      outcomes: { ...this.queries.outcomes, ...(lost > 0 ? { [LABEL.LOST]: lost } : {}) },
-    });
+    this.log.info('router disconnected', closeSummary(this, reason, lost));
     if (channels.sessionClose.hasSubscribers) channels.sessionClose.publish({ gateway: this.gateway, session: this, reason });
   }
 
   toJSON() {
     return sessionJson(this);
-  }
-
-  /** The counters, with the replies added up from the outcomes (summary.js). */
-  tally() {
-    return sessionTally(this);
   }
 }
 

@@ -1,7 +1,7 @@
 'use strict';
 
-// What /sessions, the status page and a session's last log line show of it: its view as JSON, and
-// its counters with the replies added up from its outcome labels.
+// What /sessions, the status page and a session's last log line show of it: its view as JSON, its
+// counters with the replies added up from its outcome labels, and the fields of its last line.
 
 const { LABEL, isAnswered } = require('../backend/outcome');
 
@@ -48,4 +48,18 @@ function sessionTally(s) {
   };
 }
 
-module.exports = { sessionJson, sessionTally };
+/** The fields of a session's last log line, 'router disconnected': lost is the queries the router gets no answer to. */
+function closeSummary(s, reason, lost) {
+  return {
+    session: s.id,
+    peer: s.peer,
+    reason,
+    abandonedQueries: lost,
+    queriesAfterClose: s.link.queriesAfterClose,
+    unreadBytes: s.link.unreadBytes,
+    ...sessionTally(s),
+    outcomes: { ...s.queries.outcomes, ...(lost > 0 ? { [LABEL.LOST]: lost } : {}) },
+  };
+}
+
+module.exports = { sessionJson, sessionTally, closeSummary };
