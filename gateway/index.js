@@ -73,14 +73,10 @@ class ProcessRuntime extends Runtime {
     this.port = this.gateway.port;
   }
 
-  /** The gateway applies it (server.js reload()) and keeps how it went. */
+  /** The gateway applies it (server.js reload()); resolves with how it went. */
   async apply(next) {
-    this.gateway.reload(next);
-    return this.gateway.lastReload;
-  }
-
-  refused(message) {
-    this.gateway.reloadRefused(message);
+    const restartNeeded = this.gateway.reload(next);
+    return { at: new Date().toISOString(), ok: true, restartNeeded };
   }
 
   /** There is no rolling restart without workers: the operator is told what to do instead. */
@@ -90,7 +86,7 @@ class ProcessRuntime extends Runtime {
       + 'or restart router sides A and B on their two hosts one at a time (docs/deploy.md)');
   }
 
-  snapshot() {
+  status() {
     return this.opened.status();
   }
 

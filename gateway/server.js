@@ -44,7 +44,6 @@ class Gateway extends SessionHost {
     this.server.on('drop', (data) => this.refused('max_connections', data && `${data.remoteAddress}:${data.remotePort}`));
     this.idleWaiters = [];
     this.sessionRefusals = { count: 0, loggedAt: 0 };
-    this.lastReload = null; // {at, ok, restartNeeded | error}
     this.startHooks = []; // run before the listener opens (beforeListen): the warm-up, registered by whoever starts the gateway
   }
 
@@ -276,19 +275,13 @@ class Gateway extends SessionHost {
     if (needRestart.length > 0) {
       this.log.warn(`reload: ${needRestart.join(', ')} changed and will apply only after a restart`);
     }
-    this.lastReload = { at: new Date().toISOString(), ok: true, restartNeeded: needRestart };
     return needRestart;
-  }
-
-  /** A reload that never reached reload(): the new file was refused; the running settings stay. */
-  reloadRefused(message) {
-    this.lastReload = { at: new Date().toISOString(), ok: false, error: message };
   }
 
   /** What the gateway knows of itself for the status page; ops/status.js adds what its subscribers counted. */
   snapshot() {
     return {
-      config: { file: this.config.configFile || null, lastReload: this.lastReload, workers: this.config.workers },
+      config: { file: this.config.configFile || null, workers: this.config.workers },
       listener: { host: this.config.host, port: this.port, tls: this.tls === true, deadlineMs: this.config.deadlineMs },
       sessions: this.toJSON(),
       backend: this.resolver.toJSON(),

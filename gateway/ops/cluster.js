@@ -203,7 +203,7 @@ class ClusterPrimary extends Runtime {
   /**
    * SIGHUP: the primary validated the new settings; every worker compiles them, then applies
    * them, or none does (gateway/ops/generations.js). What needs a restart keeps the values the
-   * gateway started with, in workers started later too. Resolves with lastReload.
+   * gateway started with, in workers started later too. Resolves with how it went.
    */
   async apply(next) {
     const settings = json(next);
@@ -212,10 +212,6 @@ class ClusterPrimary extends Runtime {
     const outcome = await this.generations.reload(settings, restartNeeded);
     if (outcome.ok) applyLogSettings(this.log, settings.log);
     return outcome;
-  }
-
-  refused(message) {
-    this.generations.refused(message);
   }
 
   /** SIGUSR2: a rolling restart (see the top of this file); resolves once it is over or stopped. */
@@ -261,14 +257,13 @@ class ClusterPrimary extends Runtime {
   }
 
   /** /status: the workers' figures summed, the primary's own process, which worker runs which generation. */
-  async snapshot() {
+  async status() {
     const answers = await this.askAll('status');
     const { running, generations } = this;
     const merged = mergeStatus({
       processes: [{ role: 'primary', ...this.processStatus.toJSON() }],
       config: {
         file: this.config.configFile || null,
-        lastReload: generations.lastReload,
         workers: this.config.workers,
         generation: generations.generation,
         // Which worker runs which generation: a split is seen here, and on /health as "degraded".

@@ -13,7 +13,7 @@
 //   commit   once every worker has prepared, each applies what it prepared; the generation goes up.
 //            If one still refuses, every worker drops what it prepared and keeps the running
 //            generation: the reload is reported failed, naming the worker and its reason.
-// `lastReload.ok` is true only when every worker confirmed the new generation. A worker that
+// The reload's outcome is `ok` only when every worker confirmed the new generation. A worker that
 // starts later (a crash, a rolling restart), or did not confirm, is brought to the running
 // generation when it is up (catchUp), and asked again with a growing delay while it refuses;
 // meanwhile /status shows which worker runs which generation and /health says "degraded".
@@ -41,7 +41,6 @@ class Generations {
     this.settings = settings; // the running generation's settings, as JSON
     this.generation = 0;
     this.workers = new Map(); // worker -> {pid, generation, up, error, catchingUp}
-    this.lastReload = null;
     this.queue = Promise.resolve(); // one reload at a time, in the order the signals came
     this.closed = false;
   }
@@ -63,12 +62,7 @@ class Generations {
     return this.workers.size;
   }
 
-  /** A reload the primary refused (the file did not validate): no worker was asked. */
-  refused(message) {
-    this.lastReload = { at: new Date().toISOString(), ok: false, error: message };
-  }
-
-  /** Resolves with lastReload once the reload of `settings` (validated by the primary) is over. */
+  /** Resolves with how it went ({at, ok, generation, restartNeeded | error}) once the reload of `settings` (validated by the primary) is over. */
   reload(settings, restartNeeded) {
     const run = this.queue.then(() => this.run(settings, restartNeeded));
     this.queue = run.catch(() => {});
@@ -84,10 +78,9 @@ class Generations {
       for (const w of workers) this.tell(w, 'abort', { generation: target });
       const named = refusals.map((r) => `worker ${r.pid}: ${r.error}`).join('; ');
       this.log.error(`reload refused by ${refusals.length} of ${workers.length} workers; every worker keeps generation ${this.generation}: ${named}`);
-      this.lastReload = {
+      return {
         at, ok: false, generation: this.generation, error: `refused by ${named}`, refusedBy: refusals,
       };
-      return this.lastReload;
     }
     this.generation = target;
     this.settings = settings;
@@ -102,20 +95,20 @@ class Generations {
     }));
     // Workers that came up meanwhile, or did not confirm, get it as a late worker does.
     for (const [w, s] of this.workers) if (s.generation !== target) this.catchUp(w);
+    let outcome = {
+      at, ok: true, generation: target, restartNeeded,
+    };
     if (unconfirmed.length > 0) {
       const named = unconfirmed.map((u) => `worker ${u.pid}: ${u.error}`).join('; ');
       this.log.error(`reload: generation ${target} is not confirmed by ${named}; it is sent again until it is (/status shows each worker's generation)`);
-      this.lastReload = {
-        at, ok: false, generation: target, restartNeeded, error: `not confirmed by ${named}`, unconfirmed,
+      outcome = {
+        ...outcome, ok: false, error: `not confirmed by ${named}`, unconfirmed,
       };
     } else {
       this.log.info(`configuration generation ${target} applied by ${workers.length === 1 ? 'the worker' : `all ${workers.length} workers`}`);
-      this.lastReload = {
-        at, ok: true, generation: target, restartNeeded,
-      };
     }
     if (restartNeeded.length > 0) this.log.warn(`reload: ${restartNeeded.join(', ')} changed and will apply only after a restart`);
-    return this.lastReload;
+    return outcome;
   }
 
   /**

@@ -10,9 +10,11 @@
 //   snapshot()       what /status shows
 //   stop(reason)     SIGTERM: drains, closes the admin port
 //
+// How the last reload went (`lastReload`, on /status as config.lastReload) is recorded here and
+// nowhere else: {at, ok, restartNeeded} or {at, ok: false, error}, a cluster adding its generation.
 // The admin port (/status, /health, /ready, /sessions, /metrics, /report/half-hour.csv) is wired
-// here, once, against that shape; a subclass says how it answers each (open, close, apply, health,
-// notReady, sessions, metrics, reports, contentType).
+// here, once, against that shape; a subclass says how it answers each (open, close, apply, status,
+// health, notReady, sessions, metrics, reports, contentType).
 
 const { startAdmin } = require('./admin');
 
@@ -24,6 +26,7 @@ class Runtime {
     this.listenFd = listenFd;
     this.port = null; // the GED-145 port, once listening
     this.admin = null;
+    this.lastReload = null; // how the last SIGHUP went: see the top of this file
   }
 
   get adminPort() {
@@ -51,16 +54,29 @@ class Runtime {
   }
 
   /**
-   * A validated configuration takes over (restart settings held: config/restart.js). A reload
-   * that fails (a log file that cannot be opened) leaves the running one in force and is logged.
+   * A validated configuration takes over (restart settings held: config/restart.js); the
+   * subclass's apply() resolves with how it went. A reload that fails (a log file that cannot be
+   * opened) leaves the running one in force, is logged, and is reported as failed.
    */
   async reload(next) {
     try {
-      return await this.apply(next);
+      this.lastReload = await this.apply(next);
     } catch (err) {
-      this.log.error(`reload failed: ${err.message}`);
-      return null;
+      this.log.error(`reload failed, the running configuration stays in force: ${err.message}`);
+      this.lastReload = failedReload(err.message);
     }
+    return this.lastReload;
+  }
+
+  /** A reload refused before it reached the gateway (the file did not validate): the running settings stay. */
+  refused(message) {
+    this.lastReload = failedReload(message);
+  }
+
+  /** /status: the subclass's status(), with how the last reload went. */
+  async snapshot() {
+    const status = await this.status();
+    return { ...status, config: { ...status.config, lastReload: this.lastReload } };
   }
 
   async stop(reason) {
@@ -68,5 +84,7 @@ class Runtime {
     if (this.admin !== null) await this.admin.close();
   }
 }
+
+const failedReload = (error) => ({ at: new Date().toISOString(), ok: false, error });
 
 module.exports = { Runtime };

@@ -102,3 +102,39 @@ describe('the runtime shape: one process and a cluster primary answer the same c
     assert.deepEqual([result.listenersBefore, result.listenersRunning, result.listenersAfter], [0, 2, 0]);
   });
 });
+
+describe('the runtime records how each reload went, in one place', () => {
+  const { Runtime } = require('../../../gateway/ops/runtime');
+
+  /** A runtime whose apply() goes as `apply` says, its status() a gateway's bare view. */
+  class Probe extends Runtime {
+    constructor(apply) {
+      super({}, { log: { error: (line) => this.lines.push(line) } });
+      this.lines = [];
+      this.apply = apply;
+    }
+
+    async status() {
+      return { config: { file: null, workers: 1 }, listener: {} };
+    }
+  }
+
+  it('a reload that applies, one refused before it, and one whose apply() throws are each on /status as they went', async () => {
+    const runtime = new Probe(async () => ({ at: 'then', ok: true, restartNeeded: [] }));
+    assert.equal((await runtime.snapshot()).config.lastReload, null, 'no reload yet');
+    assert.deepEqual(await runtime.reload({}), { at: 'then', ok: true, restartNeeded: [] });
+    assert.deepEqual((await runtime.snapshot()).config, { file: null, workers: 1, lastReload: { at: 'then', ok: true, restartNeeded: [] } });
+
+    runtime.refused('the file did not validate');
+    assert.deepEqual(pick((await runtime.snapshot()).config.lastReload), { ok: false, error: 'the file did not validate' });
+
+    runtime.apply = async () => { throw new Error('log file /x cannot be opened for writing: EACCES'); };
+    const failed = await runtime.reload({});
+    assert.deepEqual(pick(failed), { ok: false, error: 'log file /x cannot be opened for writing: EACCES' });
+    assert.deepEqual((await runtime.snapshot()).config.lastReload, failed, 'the failure, not the reload before it');
+    assert.match(runtime.lines.join('\n'), /reload failed, the running configuration stays in force: log file \/x/);
+    assert.ok(!Number.isNaN(Date.parse(failed.at)), failed.at);
+  });
+
+  const pick = ({ ok, error }) => ({ ok, error });
+});
