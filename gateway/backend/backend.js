@@ -50,7 +50,7 @@ class Backend {
     this.log = log;
     this.redact = config.log.redact;
     this.throttle = new LogThrottle();
-    const runtime = config.backendRuntime || NO_RUNTIME;
+    const runtime = config.backendRuntime; // {tls, proxy, auth, headers}: config/compiled.js
     this.engine = createEngine(config.backend.engine, { ...engineOptions(config.backend), tls: runtime.tls, proxy: runtime.proxy });
     const targets = baseUrls(config.backend.url);
     // backend.headers and backend.auth go to backend.url's origins only, and to a route that asks for them (scope.js).
@@ -227,12 +227,6 @@ class Backend {
   }
 }
 
-const NO_RETRY_AFTER = Object.freeze({ enabled: true, maxMs: 30_000 });
-const NO_ADAPTIVE_RATE = Object.freeze({ enabled: true, minPerSecond: 1, releaseAfterMs: 60_000 });
-const NO_RUNTIME = Object.freeze({
-  tls: null, proxy: null, auth: null, headers: {},
-});
-
 /** The default contract's base URL(s) (gateway/config/index.js refuses a query string or fragment) -> [{origin, basePath}]. */
 function baseUrls(url) {
   return (url === null || url === undefined ? [] : [].concat(url)).map((u) => {
@@ -258,7 +252,7 @@ function breakersFor(routes, breaker, backend, { log, owner, health }) {
       return route === undefined || route.breaker === undefined ? breaker : route.breaker;
     },
     known: (subtype) => routes.has(subtype),
-    pacing: { retryAfter: backend.retryAfter || NO_RETRY_AFTER, adaptiveRate: backend.adaptiveRate || NO_ADAPTIVE_RATE },
+    pacing: { retryAfter: backend.retryAfter, adaptiveRate: backend.adaptiveRate },
     health,
   });
 }

@@ -6,9 +6,9 @@
 // calls that ended in the last `windowMs` (defaults 20, 1 s), `failureRatio` failed (0.5), or
 // `slowCallRatio` got no answer in time, failed or slow (1: every one). N failures in a row would
 // open it on 10 ms of traffic at 500 queries/s, so one short stall became seconds of refused calls
-// (docs/reliability.md, issue 24). A slow call (the deadline passed while the request was on the
+// (docs/reliability.md). A slow call (the deadline passed while the request was on the
 // wire) is not a failure: a backend that answers half its calls in time is alive, and refusing
-// its calls would answer fewer of them (issue 34). `openedOn` keeps which ratio opened it.
+// its calls would answer fewer of them. `openedOn` keeps which ratio opened it.
 //
 // Open, it says a call may be refused (allow() is REFUSED); breakers.js decides whether refusing
 // helps, and may send the call anyway (allow(true): LAST). After `halfOpenAfterMs` (500 ms) one call goes through as a probe,

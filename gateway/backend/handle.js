@@ -91,7 +91,8 @@ class QueryHandle {
   }
 }
 
-const NO_SETTINGS = Object.freeze({ fallback: null, cache: null });
+// What a dispatcher without an availability policy (a test's double) has: no fallback, no cache.
+const NO_POLICY = Object.freeze({ fallback: null, cache: null });
 
 /**
  * What a session hands its queries to. QueryResolver (availability.js) is one; a test's double
@@ -113,7 +114,7 @@ class Dispatcher {
   }
 
   settingsFor() {
-    return NO_SETTINGS;
+    return NO_POLICY;
   }
 
   instead() {

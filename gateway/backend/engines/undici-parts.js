@@ -3,7 +3,7 @@
 // The two parts of undici the gateway uses, Pool and buildConnector, without its package index.
 // The index also loads fetch, WebSocket, EventSource, the cache and mock agents and their
 // dependencies, 1.2 MB of source of which the gateway runs none: about 4.5 MB of idle RSS
-// (docs/performance.md, issue 35). undici has no exports map, and its index requires these two
+// (docs/performance.md). undici has no exports map, and its index requires these two
 // files by the paths below, so the classes are the very ones its public entry exports.
 //
 // An internal path may move in any minor release, and the dependency is a caret range, so a path

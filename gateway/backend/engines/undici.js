@@ -130,7 +130,7 @@ class AbsoluteForm {
  * One origin's pool and the requests waiting for one of its connections. They wait in one queue
  * per group (a router session), and a connection that frees up takes the oldest request of the
  * next group in turn: one session's burst of thousands cannot make another session's queries
- * wait behind it (issue 34: side B's 100 queries/s kept their latency while side A sent bursts of
+ * wait behind it (side B's 100 queries/s kept their latency while side A sent bursts of
  * 3,000 to a 50 ms backend; docs/reliability.md).
  */
 class Origin {
