@@ -10,7 +10,7 @@
 //   flapping   1 s answering, 1 s HTTP 500, over and over
 //   route-off  as split, the failing subtype's route with "breaker": false: the healthy half
 //   failover   backend.url [a host that accepts and never answers, a healthy one]: the breaker's job
-// Issue 34 asks on >= 0.8 x off for slow and flapping, the healthy subtype >= 95 %.
+// What it should show: on >= 0.8 x off for slow and flapping, the healthy subtype >= 95 %.
 
 const fs = require('node:fs');
 const http = require('node:http');

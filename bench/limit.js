@@ -1,6 +1,6 @@
 'use strict';
 
-// The query path against its physical limit (issue 18), in one run with the variants interleaved
+// The query path against its physical limit, in one run with the variants interleaved
 // so that each repeat sees the same noise:
 //   sequential: limit = bare framed round trip (the same QUERY_REQ to a server that does no work)
 //               + direct HTTP round trip (the gateway's engine, same request, same backend);
@@ -138,7 +138,7 @@ async function main() {
   }
   process.stdout.write('CPU us per query at concurrency 32 (medians); ceiling = (client + backend) / (router + gateway + backend)\n');
   process.stdout.write('targets: seq ratio >= 0.85, c32 ratio >= 0.85. direct = a bare POST with the same engine; direct+deadline = each POST with\n'
-    + 'AbortSignal.timeout(250), as a client that honours a deadline writes it (and as this ratio was measured before issue 18)\n');
+    + 'AbortSignal.timeout(250), as a client that honours a deadline writes it\n');
   const bareProxy = proxyRatios.length > 0 ? {
     rate: median(proxyRates),
     seqRatio: median(proxyRatios),

@@ -1,6 +1,6 @@
 'use strict';
 
-// Where the gateway's memory goes (issue 18): a gateway as it starts (admin port on, /metrics
+// Where the gateway's memory goes: a gateway as it starts (admin port on, /metrics
 // scraped every second, default metrics on), its RSS idle after the start (5 s after it listens,
 // and 20 s after, once V8's memory reducer has run: it collects and releases the warm-up's garbage
 // about 8 s after the last mark-compact of a process that stopped allocating), then 2,000 queries/s

@@ -16,7 +16,8 @@
 //                              the warm-up's 32 queries in flight taught it that for AbortSignals,
 //                              request handlers and timers, which then die young in the old
 //                              generation: a mark-compact every few seconds and a p99 of 13-52 ms
-//                              at 2,000 queries/s (5-20 ms without it; 6-7 ms before issue 18).
+//                              at 2,000 queries/s (5-20 ms without it; 6-7 ms with Node's own young
+//                              generation, 16 MB semi-spaces, and its RSS).
 //   --heap-growing-percent     the old generation is collected once it has grown this much past
 //                              what was live after the last collection (V8's own choice: 10-300%).
 

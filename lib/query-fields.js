@@ -1,6 +1,6 @@
 'use strict';
 
-// The names a QUERY_REQ's fields go by in settings and logs, in one place (issue 35): URL
+// The names a QUERY_REQ's fields go by in settings and logs, in one place: URL
 // placeholders (routes.<subtype>.url), cache key fields (cache.key), the targets of a response
 // mapping, and the caller data a log line hides under log.redact. The schema's messages, the
 // route compiler, the cache and the log redaction all read these lists; none keeps its own.

@@ -1,7 +1,7 @@
 'use strict';
 
 // The metrics every query updates, kept the cheap way and read by prom-client's registry at
-// scrape time (docs/performance.md, issue 35). prom-client's own Counter.inc and Histogram.observe
+// scrape time (docs/performance.md). prom-client's own Counter.inc and Histogram.observe
 // validate the labels and hash them into a key on every call: four times per query, about 4 us of
 // a query's 30-40 us at concurrency 32. Here a query costs a few additions on a record its caller
 // keeps; the registry gets the same figures, in the same exposition, when it asks.

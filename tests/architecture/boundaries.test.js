@@ -68,7 +68,7 @@ describe('dependencies through their public entry points', () => {
   });
 
   it('the one exception, undici\'s Pool and buildConnector without its index, is named in one module that falls back to the public entry', () => {
-    // gateway/backend/engines/undici-parts.js (docs/performance.md, issue 35: 4.5 MB of idle RSS);
+    // gateway/backend/engines/undici-parts.js (docs/performance.md: 4.5 MB of idle RSS);
     // tests/gateway/backend/engines/undici-parts.test.js checks the paths against the installed undici and the fallback.
     const { execFileSync } = require('node:child_process');
     const files = execFileSync('git', ['ls-files', '*.js'], { cwd: ROOT, encoding: 'utf8' }).trim().split('\n').filter((f) => !f.startsWith('tests/'));

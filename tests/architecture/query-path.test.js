@@ -1,6 +1,6 @@
 'use strict';
 
-// A query's path reads in one direction (issue 35): the session dispatches the query and keeps
+// A query's path reads in one direction: the session dispatches the query and keeps
 // the handle the backend gives back (backend/handle.js); the backend calls the handle's handler
 // with one outcome; the session turns it into a reply (session/reply.js, answer/). No module
 // writes the other side's objects: read from the source, since a write is what makes two modules

@@ -1,6 +1,6 @@
 'use strict';
 
-// A restart measured as issue 33 measures it: the router simulator on one side at 200 queries/s
+// A restart measured under load: the router simulator on one side at 200 queries/s
 // for 9 s, restart() called 1.5 s in; the router's figures, with those an assertion message shows.
 
 const { Router } = require('../../simulator/router');

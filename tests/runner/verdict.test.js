@@ -13,7 +13,7 @@ describe('suite verdicts', () => {
 
   it('names every failure kind with its count, the largest first', () => {
     const s = summary({ failures: { E_AG_HOST_ERROR1: 1400, E_AG_HOST_ERROR2: 3 }, late: 19 });
-    assert.equal(errorsText(s), '1,422 errors (E_AG_HOST_ERROR1 1,400, late 19, E_AG_HOST_ERROR2 3)'); // one number format (issue 33)
+    assert.equal(errorsText(s), '1,422 errors (E_AG_HOST_ERROR1 1,400, late 19, E_AG_HOST_ERROR2 3)'); // one number format
   });
 
   it('says what is counted when the suite names it', () => {

@@ -1,6 +1,6 @@
 'use strict';
 
-// --workers 2 behaves as one gateway (issue 34): one configuration across workers, a reload during
+// --workers 2 behaves as one gateway: one configuration across workers, a reload during
 // a worker's warm-up not lost, a worker that does not answer named on /health and /status while
 // /metrics answers without it, and counters summed over workers that never go down. Real
 // processes: the CLI's primary, its workers, SIGKILL and SIGSTOP.

@@ -1,6 +1,6 @@
 'use strict';
 
-// The real-backend scenario at full length (issue 32's "done when"): 2,000+ queries for `cust`
+// The real-backend scenario at full length: 2,000+ queries for `cust`
 // through a real nginx (TLS from a private CA, keep-alive 2 s / 100 requests), OAuth2 tokens
 // expiring every 5 s, rate runs and bursts of 200-300 in one write separated by 1.9-2.6 s of
 // silence; the same through a real tinyproxy; and the keep-alive race at its worst, an nginx that

@@ -338,8 +338,8 @@ describe('availability', function () {
     });
 
     it('one failing subtype never costs another: each route has its own circuit on the origin', async () => {
-      // Half the traffic to a subtype the backend answers 500: before issue 34 the origin's one
-      // circuit opened and the healthy subtype got "circuit open" for most of its queries.
+      // Half the traffic to a subtype the backend answers 500: with one circuit per origin
+      // that circuit opened and the healthy subtype got "circuit open" for most of its queries.
       const b = await startTestBackend((req, res) => {
         if (req.url.endsWith('/bad')) { res.statusCode = 500; res.end('down'); return; }
         res.end('{"vars":{"1":"x"}}');

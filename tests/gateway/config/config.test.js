@@ -28,7 +28,7 @@ describe('gateway config: refusals name the key', () => {
     [{ 'memory.youngGenerationMb': 32 }, /memory\.youngGenerationMb must be an integer from 1 to 16 \(MB\)/],
     [{ 'memory.heapGrowthPercent': -5 }, /memory\.heapGrowthPercent must be an integer from 0 \(V8 decides\) to 1000/],
     [{ host: '999.1.1.1' }, /host '999\.1\.1\.1' is not a valid IPv4 address/],
-    // Issue 25: never on every address by accident, never a stack trace for a null section.
+    // Never on every address by accident, never a stack trace for a null section.
     [{ 'admin.host': '' }, /config: admin\.host must be the address to serve \/sessions and \/metrics on .*not ""$/],
     [{ 'admin.host': null }, /config: admin\.host must be the address .*not null$/],
     [{ admin: null }, /config: admin must be an object of settings, not null$/],

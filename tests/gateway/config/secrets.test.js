@@ -1,6 +1,6 @@
 'use strict';
 
-// Secrets from files, as systemd's LoadCredential= hands them over (issue 33): a header value
+// Secrets from files, as systemd's LoadCredential= hands them over: a header value
 // (backend.headerFiles, routes.<subtype>.headerFiles), the DES key (des.keyFile) and the backend's
 // auth, each a relative name looked up in $CREDENTIALS_DIRECTORY first. A real gateway process:
 // the secret reaches the backend and appears nowhere else (its log, /status, /health, /metrics,
