@@ -49,6 +49,18 @@ const LABEL = Object.freeze({
   LOST: 'lost_router_gone',
   INVALID_KEY: 'invalid_key', // an encrypted query whose fields do not decrypt: refused, never sent on (session/key-check.js)
 });
+/**
+ * The FAILURE_CONF status (its name in lib/protocol's STATUS) each failed label is answered with,
+ * written once: the replies (session/reply.js) and ged145:query:settle's `status` read it. The
+ * other labels are a QUERY_RESP, or no reply at all (lost_router_gone).
+ */
+const FAILURE_STATUS = Object.freeze({
+  [LABEL.APP_ERROR]: 'E_AG_HOST_ERROR2',
+  [LABEL.HOST_ERROR]: 'E_AG_HOST_ERROR1',
+  [LABEL.DEADLINE]: 'E_AG_HOST_ERROR1',
+  [LABEL.ABORTED]: 'E_AG_HOST_ERROR1',
+  [LABEL.INVALID_KEY]: 'E_AG_INVALID_KEY',
+});
 const SOURCE_LABELS = Object.freeze({ cache: LABEL.CACHED, stale: LABEL.STALE, fallback: LABEL.FALLBACK });
 
 const ok = (answer, source) => (source === undefined ? { kind: KIND.OK, answer } : { kind: KIND.OK, answer, source });
@@ -84,5 +96,5 @@ const isAnswered = (label) => OK_LABELS.has(label);
 const gaveUp = (reason) => reason === REASON.DEADLINE || reason === REASON.TIMEOUT;
 
 module.exports = {
-  KIND, REASON, LABEL, httpReason, ok, appError, hostError, labelOf, isAnswered, gaveUp,
+  KIND, REASON, LABEL, FAILURE_STATUS, httpReason, ok, appError, hostError, labelOf, isAnswered, gaveUp,
 };

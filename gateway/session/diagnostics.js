@@ -7,6 +7,7 @@
 
 const dc = require('node:diagnostics_channel');
 const { performance } = require('node:perf_hooks');
+const { FAILURE_STATUS } = require('../backend/outcome');
 
 const channels = Object.freeze({
   sessionOpen: dc.channel('ged145:session:open'),
@@ -40,15 +41,8 @@ const NO_LABELS = Object.freeze({});
 /** The labels subscribers gave a query, for its log lines (none when nobody subscribed). */
 const labelsOf = (q) => (q.view === undefined ? NO_LABELS : q.view.labels);
 
-/** The FAILURE_CONF status each outcome label is answered with (session.js, reply.js); the others are a QUERY_RESP, or no reply (lost). */
-const FAILURE_OF = Object.freeze({
-  app_error: 'E_AG_HOST_ERROR2',
-  host_error: 'E_AG_HOST_ERROR1',
-  deadline: 'E_AG_HOST_ERROR1',
-  aborted: 'E_AG_HOST_ERROR1',
-  invalid_key: 'E_AG_INVALID_KEY',
-});
-const statusOfLabel = (label) => FAILURE_OF[label] || null;
+/** The FAILURE_CONF status name an outcome label was answered with (backend/outcome.js), null for a QUERY_RESP or no reply. */
+const statusOfLabel = (label) => FAILURE_STATUS[label] || null;
 
 /** ged145:query:start, under hasSubscribers: the query's view, kept on the message for its log lines and the backend's (q.view). */
 function publishQueryStart(session, q, receivedAt) {
@@ -75,5 +69,5 @@ function publishQuerySettle(session, q, p, outcome) {
 }
 
 module.exports = {
-  channels, QueryView, labelsOf, statusOfLabel, publishQueryStart, publishQuerySettle,
+  channels, QueryView, labelsOf, publishQueryStart, publishQuerySettle,
 };

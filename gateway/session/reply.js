@@ -8,7 +8,9 @@
 const { STATUS, EncodeError } = require('../../lib/protocol');
 const { messageOf } = require('../../lib/errors');
 const { ReplyWriter } = require('../answer/writer');
-const { KIND, LABEL, labelOf } = require('../backend/outcome');
+const {
+  KIND, LABEL, FAILURE_STATUS, labelOf,
+} = require('../backend/outcome');
 const { ASCII } = require('../answer/fit');
 const { labelsOf } = require('./diagnostics');
 
@@ -38,6 +40,11 @@ class Replies {
     return this.writer.failureConf(invokeId, status, text);
   }
 
+  /** [label, FAILURE_CONF bytes] for a query that failed as `label`, with the status that label is answered with (outcome.js). */
+  failed(q, label, text) {
+    return [label, this.writer.failureConf(q.invokeId, STATUS[FAILURE_STATUS[label]], text)];
+  }
+
   /** [label, reply bytes] for an outcome; never throws. */
   forOutcome(q, outcome) {
     try {
@@ -49,7 +56,7 @@ class Replies {
         'could not turn the backend answer into a reply',
         { ...labelsOf(q), session: s.id, invokeId: q.invokeId, subtype: q.subtype, error: messageOf(err), count: n }
       );
-      return [LABEL.HOST_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded')];
+      return this.failed(q, LABEL.HOST_ERROR, 'answer could not be encoded');
     }
   }
 
@@ -57,14 +64,14 @@ class Replies {
     const s = this.ctx;
     switch (outcome.kind) {
       case KIND.OK: return this.answer(q, outcome.answer, labelOf(outcome));
-      case KIND.APP_ERROR: return [LABEL.APP_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR2, outcome.text)];
+      case KIND.APP_ERROR: return this.failed(q, LABEL.APP_ERROR, outcome.text);
       default: {
         if (outcome.err) {
           const n = s.throttle.hit('internal');
           if (n) s.log.error('internal error while answering a query', { ...labelsOf(q), session: s.id, error: messageOf(outcome.err), count: n });
         }
         if (s.debug) s.log.debug('backend failed', { ...labelsOf(q), session: s.id, invokeId: q.invokeId, reason: outcome.reason, cause: outcome.detail });
-        return [labelOf(outcome), this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, outcome.text)];
+        return this.failed(q, labelOf(outcome), outcome.text);
       }
     }
   }
@@ -79,7 +86,7 @@ class Replies {
       if (!(err instanceof EncodeError)) throw err;
       const n = s.throttle.hit('encode');
       if (n) s.log.error('backend answer could not be encoded', { ...labelsOf(q), session: s.id, invokeId: q.invokeId, error: err.message, count: n });
-      return [LABEL.HOST_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer could not be encoded')];
+      return this.failed(q, LABEL.HOST_ERROR, 'answer could not be encoded');
     }
     const { buf, notes } = built;
     if (notes.length > 0) {
@@ -96,7 +103,7 @@ class Replies {
         `backend answer does not fit one frame (limits.maxMessageLength ${this.writer.maxBody}) even without ECC entries`,
         { ...labelsOf(q), session: s.id, invokeId: q.invokeId, subtype: q.subtype, count: n }
       );
-      return [LABEL.HOST_ERROR, this.failureConf(q.invokeId, STATUS.E_AG_HOST_ERROR1, 'answer too large for one message')];
+      return this.failed(q, LABEL.HOST_ERROR, 'answer too large for one message');
     }
     return [label, buf];
   }

@@ -6,7 +6,7 @@
 // `outcome` label and published (ged145:query:settle). The session decides whether a query is
 // taken at all (an open session, the key, a duplicate) and is told after each settle.
 
-const { STATUS, MESSAGE_TYPES: T } = require('../../lib/protocol');
+const { MESSAGE_TYPES: T } = require('../../lib/protocol');
 const { LABEL } = require('../backend/outcome');
 const { InFlight } = require('./inflight');
 const { describeQuery } = require('./redact');
@@ -65,8 +65,8 @@ class SessionQueries {
       const [label, reply] = this.reply.forOutcome(p.query, instead);
       this.finish(p, p.query, label, reply);
     } else {
-      this.finish(p, p.query, LABEL.DEADLINE,
-        this.reply.failureConf(p.query.invokeId, STATUS.E_AG_HOST_ERROR1, `backend did not answer within ${p.deadlineMs} ms`));
+      const [label, reply] = this.reply.failed(p.query, LABEL.DEADLINE, `backend did not answer within ${p.deadlineMs} ms`);
+      this.finish(p, p.query, label, reply);
     }
     // Hundreds due at once (a burst's tail) leave in writes of EXPIRED_WRITE, not all after the last.
     if (++this.expiredCount % EXPIRED_WRITE === 0) this.session.link.flush();

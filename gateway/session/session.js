@@ -244,8 +244,8 @@ class Session {
     this.counters.queries++;
     if (this.keyCheck !== null && this.keyCheck.refuses(q)) {
       // Never answered as a success: a FAILURE_CONF, which the router counts toward its ErrorThreshold.
-      this.queries.finish(null, q, LABEL.INVALID_KEY,
-        this.reply.failureConf(q.invokeId, STATUS.E_AG_INVALID_KEY, 'the query\'s fields do not decrypt: the router and this host have different DES keys'));
+      const [label, reply] = this.reply.failed(q, LABEL.INVALID_KEY, 'the query\'s fields do not decrypt: the router and this host have different DES keys');
+      this.queries.finish(null, q, label, reply);
       return;
     }
     if (q.duplicate && this.gateway.config.duplicates === 'answer-empty') {
