@@ -3,7 +3,8 @@
 // A real redis-server on 127.0.0.1 for the shared-cache tests (Debian package redis-server;
 // .ci/run installs it). Started on a free port with persistence off; stop() kills it. freeze()
 // stops it with SIGSTOP: its connections stay open and nothing is answered, as with a frozen
-// host or a black-holed route; thaw() lets it go on (SIGCONT).
+// host or a black-holed route; thaw() lets it go on (SIGCONT). waitForKeys(n) waits for a
+// gateway's write, which is in the background, instead of sleeping a guess.
 
 const net = require('node:net');
 const { spawn, execFileSync } = require('node:child_process');
@@ -48,6 +49,22 @@ async function startRedis(port) {
     },
     thaw() {
       child.kill('SIGCONT');
+    },
+    /** Resolves with the key count once the server holds at least n keys; throws after timeoutMs. */
+    async waitForKeys(n, timeoutMs = 5000) {
+      const Redis = require('ioredis');
+      const r = new Redis(`redis://127.0.0.1:${p}`, { maxRetriesPerRequest: 0 });
+      try {
+        const until = Date.now() + timeoutMs;
+        for (;;) {
+          const size = await r.dbsize();
+          if (size >= n) return size;
+          if (Date.now() > until) throw new Error(`redis holds ${size} keys after ${timeoutMs} ms, not ${n}`);
+          await new Promise((resolve) => { setTimeout(resolve, 20); });
+        }
+      } finally {
+        r.disconnect();
+      }
     },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;

@@ -256,7 +256,7 @@ describe('availability', function () {
       const sideB = await stackWith(b.url, { cache });
       await storesConnected(a.stack, sideB.stack);
       const fromA = await a.c.ask({ subtype: 'x', clid: '5553' });
-      await wait(100); // the write to Redis is in the background
+      await redis.waitForKeys(1); // the write to Redis is in the background
       const fromB = await sideB.c.ask({ subtype: 'x', clid: '5553' });
       assert.deepEqual(fromB.vars, fromA.vars);
       assert.equal(b.requests.length, 1, 'side B did not call the backend');

@@ -129,7 +129,7 @@ describe('the answer cache keeps its meaning', function () {
     const [tiers, segments, sideB] = await onOneRedis(api, redis,
       [{ cust: route('v1', 'tier') }], [{ cust: route('v1', 'segment') }], [{ cust: route('v1', 'tier') }]);
     assert.equal((await tiers.c.ask({ subtype: 'cust', clid: '5551001' })).vars[1], 'v1-tier-5551001');
-    await wait(100); // written to Redis in the background
+    await redis.waitForKeys(1); // written to Redis in the background
     assert.equal((await segments.c.ask({ subtype: 'cust', clid: '5551001' })).vars[1], 'v1-segment-5551001', 'another mapping: its own answer');
     assert.equal(api.requests.length, 2);
     assert.equal((await sideB.c.ask({ subtype: 'cust', clid: '5551001' })).vars[1], 'v1-tier-5551001');
@@ -145,7 +145,7 @@ describe('the answer cache keeps its meaning', function () {
     const routes = { cust: route('v1', 'tier') };
     const [west, east] = await onOneRedis(api, redis, [routes, { namespace: 'west' }], [routes, { namespace: 'east' }]);
     assert.equal((await west.c.ask({ subtype: 'cust', clid: '5551001' })).vars[1], 'v1-tier-5551001');
-    await wait(100);
+    await redis.waitForKeys(1);
     assert.equal((await east.c.ask({ subtype: 'cust', clid: '5551001' })).vars[1], 'v1-tier-5551001');
     assert.equal(api.requests.length, 2, 'the same route in another namespace asks the API');
     const Redis = require('ioredis');

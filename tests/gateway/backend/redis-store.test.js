@@ -154,7 +154,7 @@ describe('the shared cache store when Redis freezes', function () {
     const replies = await Promise.all([99_998, 99_999].map((id) => c.waitFor((m) => m.invokeId === id)));
     const answered = replies.filter((m) => m.type === 'QUERY_RESP').length;
     assert.ok(answered >= 1);
-    await wait(100);
+    await redis.waitForKeys(keysBefore + answered);
     assert.equal(await r.dbsize(), keysBefore + answered, 'written to again');
     assert.match(await stack.gw.metrics(), /^ged145_cache_store_up\{store="redis"\} 1$/m);
     // The figures, for the record.

@@ -147,6 +147,9 @@ describe('reload: what it does and what it reports', function () {
       const opened = (f) => lines(f).filter((l) => l.message === 'session opened' && l.connectInfo === 'marker').length;
       await connects();
       await gw.waitFor(/session opened/);
+      // The file's line is written after the console's: wait for it, or it lands after `before` is read.
+      for (const until = Date.now() + 5000; opened(first) < 1 && Date.now() < until;) await wait(20);
+      assert.equal(opened(first), 1, 'the first file has the first line');
       write(second);
       gw.kill('SIGHUP');
       await gw.waitFor(/configuration reloaded/);
