@@ -88,7 +88,7 @@ function parseFixed(typeId, body) {
 }
 
 
-/** ECC: one or more `name NUL value NUL` pairs in one tag. */
+/** ECC: one or more `name NUL value NUL` pairs in one tag (into null: only checked). */
 function readEcc(body, t, into, typeId, invokeId, padded) {
   const end = t.offset + t.length;
   let pos = t.offset;
@@ -100,7 +100,7 @@ function readEcc(body, t, into, typeId, invokeId, padded) {
     if (valueEnd < 0 || nameEnd === pos) {
       throw reject(ERROR_CODES.BAD_ECC, 'ECC tag is not a list of name NUL value NUL pairs', typeId, invokeId);
     }
-    setOwn(into, body.latin1Slice(pos, nameEnd), body.latin1Slice(nameEnd + 1, valueEnd));
+    if (into !== null) setOwn(into, body.latin1Slice(pos, nameEnd), body.latin1Slice(nameEnd + 1, valueEnd));
     pos = valueEnd + 1;
   }
 }
@@ -179,6 +179,12 @@ function errorText(body, tags, cipher) {
  * that all fail (gateway/session/key-check.js).
  */
 function decryptTag(cipher, body, t) {
+  const plain = decryptedAscii(cipher, body, t);
+  if (plain !== null && cipher.onDecrypted) cipher.onDecrypted(t.tag, plain);
+  return plain;
+}
+
+function decryptedAscii(cipher, body, t) {
   const plain = cipher.decryptField(dataOf(body, t));
   if (plain === null) {
     if (cipher.onDropped) cipher.onDropped(t.tag, 'not a whole number of DES blocks');
@@ -190,8 +196,25 @@ function decryptTag(cipher, body, t) {
       return null;
     }
   }
-  if (cipher.onDecrypted) cipher.onDecrypted(t.tag, plain);
   return plain;
+}
+
+/**
+ * Whether a decrypted ECC or ECC_ARRAY tag is name NUL value NUL. Under another key a block
+ * passes the ASCII test once in 256; the noise it holds is ignored as a field that does not
+ * decrypt is (docs/protocol.md, encryption), never a reason to refuse the whole query: with the
+ * right key that cannot be told apart from a garbled field, and with the wrong one the query
+ * must get E_AG_INVALID_KEY, as its other fields tell (key-check.js), not E_AG_INVALID_MESSAGE.
+ */
+function eccWellFormed(plain, clear, typeId, invokeId) {
+  try {
+    if (clear.tag === TAGS.ECC) readEcc(plain, clear, null, typeId, invokeId, true);
+    else if (clear.tag === TAGS.ECC_ARRAY) readEccArray(plain, clear, typeId, invokeId, true);
+    return true;
+  } catch (err) {
+    if (err.code === ERROR_CODES.BAD_ECC) return false;
+    throw err;
+  }
 }
 
 function readCallTags(msg, body, tags, typeId, cipher) {
@@ -200,9 +223,14 @@ function readCallTags(msg, body, tags, typeId, cipher) {
       if (!readCallTag(msg, body, t, typeId)) keepUnknown(msg, body, t);
       continue;
     }
-    const plain = decryptTag(cipher, body, t);
+    const plain = decryptedAscii(cipher, body, t);
     if (plain === null) continue;
     const clear = { tag: t.tag, offset: 0, length: plain.length };
+    if ((t.tag === TAGS.ECC || t.tag === TAGS.ECC_ARRAY) && !eccWellFormed(plain, clear, typeId, msg.invokeId)) {
+      if (cipher.onDropped) cipher.onDropped(t.tag, 'not name NUL value NUL after decryption');
+      continue;
+    }
+    if (cipher.onDecrypted) cipher.onDecrypted(t.tag, plain);
     if (!readCallTag(msg, plain, clear, typeId, true)) keepUnknown(msg, plain, clear);
   }
 }

@@ -90,4 +90,35 @@ describe('DES field encryption', () => {
     assert.equal(q.vars, undefined);
     assert.deepEqual(dropped.map((d) => d[0]), [5, 9]);
   });
+
+  it('ignores an ECC or ECC_ARRAY field that decrypts to ASCII but not to name NUL value NUL, as a field that does not decrypt (a plain one is refused)', () => {
+    const heard = [];
+    const c = des.createSessionCipher(sessionKey, {
+      onDropped: (tag, why) => heard.push(['dropped', tag, why]),
+      onDecrypted: (tag) => heard.push(['decrypted', tag]),
+    });
+    // ASCII noise, as a block of another key's plaintext is once in 256: a whole block, no NUL in it.
+    const noise = Buffer.from('k#9!q:Lz');
+    const tag = (id, data) => Buffer.concat([Buffer.from([id, data.length]), data]);
+    const body = Buffer.concat([
+      Buffer.from('00000009000000010000000200', 'hex'),
+      tag(3, cipher.encryptField(Buffer.from('echo'))),
+      tag(20, cipher.encryptField(noise)),
+      tag(21, cipher.encryptField(Buffer.concat([Buffer.from([2]), noise, noise.subarray(1)]))), // whole blocks: no NUL at all
+      tag(20, cipher.encryptField(Buffer.from('user.acct\0A1\0'))),
+    ]);
+    const q = decode(9, body, DIRECTION.ROUTER_TO_HOST, c);
+    assert.equal(q.subtype, 'echo');
+    assert.deepEqual({ ...q.ecc }, { 'user.acct': 'A1' }, 'the well-formed ECC is kept');
+    assert.equal(q.eccArrays, undefined);
+    assert.deepEqual(heard, [
+      ['decrypted', 3],
+      ['dropped', 20, 'not name NUL value NUL after decryption'],
+      ['dropped', 21, 'not name NUL value NUL after decryption'],
+      ['decrypted', 20],
+    ]);
+    // The same noise in the clear is a malformed request: FAILURE_CONF E_AG_INVALID_MESSAGE, as before.
+    const plain = Buffer.concat([Buffer.from('00000009000000010000000200', 'hex'), tag(3, Buffer.from('echo')), tag(20, noise)]);
+    assert.throws(() => decode(9, plain, DIRECTION.ROUTER_TO_HOST), { code: 'ERR_GED145_BAD_ECC' });
+  });
 });
