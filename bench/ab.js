@@ -3,7 +3,10 @@
 // Two builds of the gateway on the same backend, interleaved: queries at one window (1 =
 // sequential) for BENCH_SECONDS each, BENCH_ROUNDS rounds. Each round starts both gateways afresh
 // (where the scheduler puts a process stays with it), and the builds take turns to start and to go
-// first. Prints each round and the median of the per-round rate ratios (this build / baseline).
+// first. Prints each round and the median of the per-round rate ratios (this build / baseline),
+// and the gateway process's CPU per query (/proc, scrapes included) with the median of its
+// per-round ratios: on a noisy 2-core machine the rate moves with what the neighbours do, the CPU a
+// query costs the gateway much less.
 // Quicker than bench/limit.js when one change is judged on one path, but mind its noise: two
 // copies of one build gave median ratios from 0.98 to 1.10 over 12 rounds (six runs,
 // docs/performance.md), so a change smaller than that needs more rounds, or other evidence.
@@ -19,7 +22,9 @@
 // short interval on purpose: what a scrape costs shows in the rate). 0 turns it off. The scrapes
 // per build are printed; a failed scrape stops the run.
 
-const { startPlainBackend, startGateway, runClient, median } = require('./harness');
+const {
+  startPlainBackend, startGateway, runClient, cpuMeter, median,
+} = require('./harness');
 const { table, writeResult } = require('./report');
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 12);
@@ -59,9 +64,12 @@ function scrapeMetrics(adminPort) {
 async function main() {
   if (!process.env.BENCH_BASELINE_BIN) throw new Error('set BENCH_BASELINE_BIN to the baseline build\'s bin/ged145.js');
   const backend = await startPlainBackend();
+  const build = (name, start) => ({
+    name, start, rates: [], cpuUs: [], scrapes: 0,
+  });
   const builds = [
-    { name: 'this build', start: () => startGateway(backend.url, args(process.env.BENCH_GATEWAY_ARGS)), rates: [], scrapes: 0 },
-    { name: 'baseline', start: () => startGateway(backend.url, args(process.env.BENCH_BASELINE_ARGS), process.env.BENCH_BASELINE_BIN), rates: [], scrapes: 0 },
+    build('this build', () => startGateway(backend.url, args(process.env.BENCH_GATEWAY_ARGS))),
+    build('baseline', () => startGateway(backend.url, args(process.env.BENCH_BASELINE_ARGS), process.env.BENCH_BASELINE_BIN)),
   ];
   const rows = [];
   for (let i = 0; i < ROUNDS; i++) {
@@ -70,24 +78,35 @@ async function main() {
     if (PREWARM > 0) for (const b of order) await runClient({ port: b.gw.port, kind: 'query', window: WINDOW, durationMs: PREWARM * 1000 });
     for (const b of order) {
       const stopScraping = scrapeMetrics(b.gw.adminPort);
+      const meter = cpuMeter(b.gw.pid);
       const r = await runClient({ port: b.gw.port, kind: 'query', window: WINDOW, durationMs: SECONDS * 1000 });
+      b.cpuUs.push(((meter().cpuPct / 100) * 1e6) / r.rate); // CPU seconds per second / queries per second
       b.scrapes += (await stopScraping()).scrapes;
       if (r.errors || r.lost || r.duplicated) throw new Error(`${b.name}: ${r.errors} errors, ${r.lost} lost, ${r.duplicated} duplicated`);
       b.rates.push(r.rate);
     }
     await Promise.all(builds.map((b) => b.gw.stop()));
-    rows.push([i + 1, Math.round(builds[0].rates[i]), Math.round(builds[1].rates[i]), builds[0].rates[i] / builds[1].rates[i]]);
+    const [a, z] = builds;
+    rows.push([i + 1, Math.round(a.rates[i]), Math.round(z.rates[i]), a.rates[i] / z.rates[i], a.cpuUs[i], z.cpuUs[i], a.cpuUs[i] / z.cpuUs[i]]);
   }
   await backend.stop();
   const ratio = median(rows.map((r) => r[3]));
+  const cpuRatio = median(rows.map((r) => r[6]));
   const [ours, theirs] = builds.map((b) => Math.round(median(b.rates)));
-  process.stdout.write(table(['round', 'this build/s', 'baseline/s', 'ratio'], rows));
+  const [ourCpu, theirCpu] = builds.map((b) => median(b.cpuUs).toFixed(1));
+  process.stdout.write(table(['round', 'this build/s', 'baseline/s', 'ratio', 'this us/query', 'baseline us/query', 'CPU ratio'],
+    rows.map((r) => [...r.slice(0, 4), r[4].toFixed(1), r[5].toFixed(1), r[6]])));
   process.stdout.write(`window ${WINDOW}, ${ROUNDS} rounds of ${SECONDS} s: median ${ours} vs ${theirs}/s, median ratio ${ratio.toFixed(3)}\n`);
+  process.stdout.write(`gateway CPU per query: median ${ourCpu} vs ${theirCpu} us, median ratio ${cpuRatio.toFixed(3)} (below 1: this build is cheaper)\n`);
   const scraped = SCRAPE_MS > 0 ? `every ${SCRAPE_MS} ms: ${builds.map((b) => `${b.scrapes} of ${b.name}`).join(', ')}` : 'off (BENCH_SCRAPE_MS=0)';
   process.stdout.write(`/metrics scraped during the measured runs ${scraped}\n`);
   writeResult('ab', {
     window: WINDOW, rounds: ROUNDS, seconds: SECONDS, scrapeMs: SCRAPE_MS,
-    rates: builds.map((b) => ({ name: b.name, rates: b.rates, scrapes: b.scrapes })), ratio,
+    rates: builds.map((b) => ({
+      name: b.name, rates: b.rates, cpuUsPerQuery: b.cpuUs, scrapes: b.scrapes,
+    })),
+    ratio,
+    cpuRatio,
   });
 }
 
