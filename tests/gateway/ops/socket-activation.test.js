@@ -51,7 +51,7 @@ describe('socket activation', function () {
       // --port 1: the gateway must use the socket it is given, not its configured port.
       const gw = spawnCli([], {
         cmd: 'systemd-socket-activate',
-        cmdArgs: ['-l', `127.0.0.1:${port}`, '--fdname=router', '-E', 'GED145_WARMUP=0', process.execPath, BIN, 'gateway', '--port', '1', '--admin-port', '0',
+        cmdArgs: ['-l', `127.0.0.1:${port}`, '--fdname=router', process.execPath, BIN, 'gateway', '--port', '1', '--admin-port', '0',
           '--embedded-backend', '--ready-json'],
       });
       try {
@@ -76,7 +76,7 @@ describe('socket activation', function () {
       const port = await freePort();
       const gw = spawnCli([], {
         cmd: 'systemd-socket-activate',
-        cmdArgs: ['-l', `127.0.0.1:${port}`, '-E', 'GED145_WARMUP=0', process.execPath, BIN, 'gateway', '--port', '1', '--admin-port', '0', '--workers', '2',
+        cmdArgs: ['-l', `127.0.0.1:${port}`, process.execPath, BIN, 'gateway', '--port', '1', '--admin-port', '0', '--workers', '2',
           '--embedded-backend', '--ready-json'],
       });
       try {
