@@ -42,9 +42,12 @@ class WireClient {
     return this;
   }
 
-  async open({ invokeId = 1, version = 2, idleTimeoutMs = 60_000, config = 'test' } = {}) {
+  /** waitMs: how long the answer is waited for (a router's OpenTimeout is 15 s; 3 s here by default). */
+  async open({
+    invokeId = 1, version = 2, idleTimeoutMs = 60_000, config = 'test', waitMs = 3000,
+  } = {}) {
     this.send(serialize.openReq({ invokeId, version, idleTimeoutMs, config }, { nul: true }));
-    const reply = await this.waitFor((m) => m.invokeId === invokeId);
+    const reply = await this.waitFor((m) => m.invokeId === invokeId, waitMs);
     return reply;
   }
 

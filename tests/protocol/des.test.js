@@ -91,7 +91,7 @@ describe('DES field encryption', () => {
     assert.deepEqual(dropped.map((d) => d[0]), [5, 9]);
   });
 
-  it('ignores an ECC or ECC_ARRAY field that decrypts to ASCII but not to name NUL value NUL, as a field that does not decrypt (a plain one is refused)', () => {
+  it('ignores an ECC or ECC_ARRAY field that decrypts to ASCII but not to name NUL value NUL, as one that does not decrypt (a plain one is refused)', () => {
     const heard = [];
     const c = des.createSessionCipher(sessionKey, {
       onDropped: (tag, why) => heard.push(['dropped', tag, why]),

@@ -56,9 +56,10 @@ describe('socket activation', function () {
       });
       try {
         await gw.waitFor(new RegExp(`Listening on 127\\.0\\.0\\.1:${port}`));
-        // Nothing runs the gateway yet: this connection is what starts it.
+        // Nothing runs the gateway yet: this connection is what starts it, and waits while it starts
+        // and warms up, as a router waits for its OPEN_CONF (OpenTimeout, 15 s by default).
         const c = await WireClient.connect(port);
-        await c.open({ config: 'side-A socket' });
+        await c.open({ config: 'side-A socket', waitMs: 15_000 });
         c.query(7, { subtype: 'customer.lookup', clid: '5551000001' });
         const r = await c.waitFor((m) => m.invokeId === 7, 5000);
         assert.equal(r.type, 'QUERY_RESP');
