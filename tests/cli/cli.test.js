@@ -5,7 +5,7 @@
 const { tmpDir } = require('../helpers/tmp');
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { spawnCli, runCli } = require('../helpers/spawn');
+const { spawnCli, runCli, spawnSimAndGateway } = require('../helpers/spawn');
 const { WireClient } = require('../helpers/wire');
 const { STATUS } = require('../../lib/protocol');
 const { makeCerts } = require('../helpers/certs');
@@ -124,18 +124,10 @@ describe('ged145 CLI', () => {
   });
 
   describe('rest-sim + gateway + router as three processes', () => {
-    let sim;
     let gw;
-    before(async () => {
-      sim = spawnCli(['rest-sim', '--port', '0', '--ready-json']);
-      const { url: simUrl } = await sim.ready();
-      gw = spawnCli(['gateway', '--port', '0', '--host', '127.0.0.1', '--admin-port', '0', '--backend', simUrl, '--ready-json']);
-      const { port } = await gw.ready();
-      gw.port = Number(port);
-    });
-    after(async () => {
-      for (const p of [gw, sim]) if (p && p.exitCode === null) p.kill('SIGKILL');
-    });
+    let kill = () => {};
+    before(async () => { ({ gw, kill } = await spawnSimAndGateway()); });
+    after(() => kill());
 
     it('ged145 router --show prints each reply decoded, one line', async () => {
       const r = await runCli(['router', '--port', String(gw.port), '--rate', '5', '--duration', '1', '--show']);

@@ -6,22 +6,14 @@
 // runs with nothing beside it.
 
 const assert = require('node:assert/strict');
-const { spawnCli } = require('../helpers/spawn');
+const { spawnSimAndGateway } = require('../helpers/spawn');
 const { Router } = require('../../simulator/router');
 
 describe('ged145 CLI: rest-sim + gateway + router as three processes, stopped under load', () => {
-  let sim;
   let gw;
-  before(async () => {
-    sim = spawnCli(['rest-sim', '--port', '0', '--ready-json']);
-    const { url: simUrl } = await sim.ready();
-    gw = spawnCli(['gateway', '--port', '0', '--host', '127.0.0.1', '--admin-port', '0', '--backend', simUrl, '--ready-json']);
-    const { port } = await gw.ready();
-    gw.port = Number(port);
-  });
-  after(async () => {
-    for (const p of [gw, sim]) if (p && p.exitCode === null) p.kill('SIGKILL');
-  });
+  let kill = () => {};
+  before(async () => { ({ gw, kill } = await spawnSimAndGateway()); });
+  after(() => kill());
 
   it('SIGTERM under load: every query the gateway read is answered, then it exits 0', async () => {
     const router = new Router({ targets: [{ host: '127.0.0.1', port: gw.port }], settings: { sessionRetryMs: 60_000 }, seed: 9 });

@@ -49,6 +49,27 @@ function spawnCli(args, { env = {}, cmd = process.execPath, cmdArgs, group = fal
   return child;
 }
 
+/**
+ * `ged145 rest-sim` and a `ged145 gateway` asking it, two child processes as users start them:
+ * {sim, gw (gw.port: where routers connect), kill() (SIGKILL to whichever still runs)}.
+ */
+async function spawnSimAndGateway() {
+  const sim = spawnCli(['rest-sim', '--port', '0', '--ready-json']);
+  let gw = null;
+  const kill = () => {
+    for (const p of [gw, sim]) if (p !== null && p.exitCode === null) p.kill('SIGKILL');
+  };
+  try {
+    const { url } = await sim.ready();
+    gw = spawnCli(['gateway', '--port', '0', '--host', '127.0.0.1', '--admin-port', '0', '--backend', url, '--ready-json']);
+    gw.port = Number((await gw.ready()).port);
+  } catch (err) {
+    kill();
+    throw err;
+  }
+  return { sim, gw, kill };
+}
+
 /** Runs to completion: {code, out, err}. */
 async function runCli(args, opts) {
   const child = spawnCli(args, opts);
@@ -56,4 +77,6 @@ async function runCli(args, opts) {
   return { code, out: child.out, err: child.err };
 }
 
-module.exports = { spawnCli, runCli, ROOT, BIN };
+module.exports = {
+  spawnCli, runCli, spawnSimAndGateway, ROOT, BIN,
+};

@@ -6,6 +6,7 @@
 // process monitor with both sources, and the reports.
 
 const { tmpDir } = require('../helpers/tmp');
+const { launchChromium } = require('../helpers/chromium');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -85,18 +86,10 @@ describe('test runner', function () {
   });
 
   it('the HTML report renders every chart in headless Chromium with no page errors', async () => {
-    const { chromium } = require('playwright-core');
-    const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-    assert.ok(fs.existsSync(executablePath), `Chromium is needed at ${executablePath} (apt-get install chromium; .ci/run does it)`);
     fs.mkdirSync(REPORTS, { recursive: true });
     const file = path.join(REPORTS, 'test-report.html');
     writeHtml(file, run, 'ged145 test-suite report');
-    const browser = await chromium.launch({
-      executablePath,
-      args: [
-        '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
       const problems = [];

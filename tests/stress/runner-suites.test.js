@@ -9,6 +9,7 @@
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { tmpDir } = require('../helpers/tmp');
+const { launchChromium } = require('../helpers/chromium');
 const { runSuites, writeHtml } = require('../../runner');
 
 // The suites start their own gateways: without the warm-up (2.3 s each), as spawnCli's do.
@@ -31,11 +32,7 @@ describe('test runner: the longer suites', function () {
     assert.deepEqual(f.windows.map((w) => w.name), ['slow', 'down']);
     const file = path.join(REPORTS, 'outage.html');
     writeHtml(file, out, 'outage');
-    const { chromium } = require('playwright-core');
-    const browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
       const problems = [];
@@ -71,8 +68,7 @@ describe('test runner: the longer suites', function () {
     const html = require('node:fs').readFileSync(file, 'utf8');
     assert.match(html, /<canvas data-chart="capacity"/, 'the rate -> p99 and success curve');
     assert.match(html, /Latency percentiles over time \(ms\) \(last step only: 250\/s\)/, 'time charts say which step they show');
-    const { chromium } = require('playwright-core');
-    const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu'] });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       const problems = [];

@@ -13,6 +13,7 @@ const path = require('node:path');
 const net = require('node:net');
 const { XMLParser } = require('fast-xml-parser');
 const { startStack } = require('../helpers/stack');
+const { launchChromium } = require('../helpers/chromium');
 const { runCli } = require('../helpers/spawn');
 const { tmpDir } = require('../helpers/tmp');
 const { makeCerts } = require('../helpers/certs');
@@ -138,8 +139,7 @@ describe('ged145 conformance against faulty hosts', function () {
     const failed = report.cases.filter((c) => c.result === 'fail' || c.result === 'non-strict').map((c) => c.id);
     assert.deepEqual(failed, ['ged145/open/2', 'ged145/open/3', 'ged145/query/1']);
     assert.equal(lastLine(r.out), `${report.summary.passed} passed, 1 failed, 0 skipped`);
-    const { chromium } = require('playwright-core');
-    const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu'] });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       const problems = [];

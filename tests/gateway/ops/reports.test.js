@@ -19,7 +19,7 @@ const { tmpDir } = require('../../helpers/tmp');
 const { loadConfig } = require('../../../gateway/config');
 const { startRestSim } = require('../../../rest-sim/server');
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const { launchChromium } = require('../../helpers/chromium');
 // echo's latency and the deadline are far above what a loaded machine takes (a cold burst took 200 ms
 // here), slow's far below the 80 ms the REST simulator waits: each event is good or bad for certain.
 const SLO = { echo: { objective: 99, latencyMs: 10_000 }, slow: { objective: 99.9, latencyMs: 50 } };
@@ -107,11 +107,7 @@ describe('reports: the half-hour view and the objectives of a running gateway', 
   describe('with --workers 2', () => {
     let browser;
     before(async () => {
-      const { chromium } = require('playwright-core');
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      });
+      browser = await launchChromium();
     });
     after(async () => { if (browser) await browser.close(); });
 

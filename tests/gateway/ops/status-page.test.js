@@ -13,7 +13,7 @@ const http = require('node:http');
 const { spawnCli } = require('../../helpers/spawn');
 const { WireClient } = require('../../helpers/wire');
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const { launchChromium } = require('../../helpers/chromium');
 
 const getJson = (port, path) => new Promise((resolve, reject) => {
   http.get({ host: '127.0.0.1', port, path }, (res) => {
@@ -58,11 +58,7 @@ describe('the status page on the admin port', function () {
   this.timeout(60_000);
   let browser;
   before(async () => {
-    const { chromium } = require('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   after(async () => { if (browser) await browser.close(); });
 
