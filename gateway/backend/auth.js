@@ -256,9 +256,11 @@ class OAuth2Credentials {
       // described below
     }
     if (status !== 200) return `the token endpoint answered HTTP ${status}${errorText(json, text)}`;
-    if (json === null || typeof json.access_token !== 'string' || json.access_token === '' || /[\r\n]/.test(json.access_token)) {
+    if (json === null || typeof json.access_token !== 'string' || json.access_token === '') {
       return 'the token endpoint\'s answer has no access_token';
     }
+    const unfit = notB64token(json.access_token);
+    if (unfit !== null) return `the token endpoint's access_token is not a bearer token (RFC 6750 b64token): ${unfit}`;
     if (json.token_type !== undefined && String(json.token_type).toLowerCase() !== 'bearer') {
       return `token_type ${printable(json.token_type, 40)} is not Bearer`;
     }
@@ -338,6 +340,26 @@ function errorText(json, text) {
   return line === '' ? '' : `: ${line}`;
 }
 
+/**
+ * RFC 6750 section 2.1: a bearer token is b64token, 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" /
+ * "+" / "/" ) *"=". A token outside it cannot be sent as it came: the undici engine refuses a
+ * control character or one past U+00FF on every request (no 401 ever comes to drop the token),
+ * and axios drops them and sends a token that is not the one given. It is the token endpoint's
+ * failure, the same whatever the engine: refused here, with its back-off.
+ */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+const TOKEN_CHAR = /[A-Za-z0-9\-._~+/]/;
+
+/** null for a b64token, else the first character out of place: its code point and place, never the token (a secret). */
+function notB64token(token) {
+  if (B64TOKEN.test(token)) return null;
+  let i = 0;
+  while (i < token.length && TOKEN_CHAR.test(token[i])) i++;
+  if (i > 0) while (token[i] === '=') i++; // '=' pads the end of a token: never all of it, never before another character
+  const code = token.codePointAt(i).toString(16).toUpperCase().padStart(4, '0');
+  return `U+${code} at character ${i + 1} of ${token.length}`;
+}
+
 const oneLine = (s) => printable(s.replace(/\s+/g, ' ').trim());
 const shorten = (s) => (s.length > MAX_ERROR_CHARS ? `${s.slice(0, MAX_ERROR_CHARS - 3)}...` : s);
 
@@ -395,4 +417,6 @@ class CredentialsBook {
   }
 }
 
-module.exports = { createCredentials, CredentialsBook, errorText };
+module.exports = {
+  createCredentials, CredentialsBook, errorText, notB64token,
+};
