@@ -106,6 +106,16 @@ class Decoding {
   }
 }
 
+/**
+ * An answer's bytes as the text every engine hands over: UTF-8, without a leading byte order mark.
+ * RFC 8259 section 8.1 lets a JSON parser ignore one, and some servers (.NET's, by default) send
+ * it; axios used to strip it and undici not, so one API's answers were bad_json on one engine only.
+ */
+function textOf(buffer) {
+  const text = buffer.toString();
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
 module.exports = {
-  ACCEPT_ENCODING, DECODABLE, codingOf, undecodable, Decoding,
+  ACCEPT_ENCODING, DECODABLE, codingOf, undecodable, Decoding, textOf,
 };
