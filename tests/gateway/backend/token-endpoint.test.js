@@ -16,7 +16,7 @@ const { tmpDir } = require('../../helpers/tmp');
 const {
   startCustomerApi, startNginx, startGateway, rateRun, clidOf, KNOWN, CLIENT_ID, CLIENT_SECRET,
 } = require('../../helpers/real-backend');
-const { errorText, notB64token } = require('../../../gateway/backend/auth');
+const { errorText, notB64token } = require('../../../gateway/backend/token-text');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 
