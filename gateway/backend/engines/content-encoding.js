@@ -1,10 +1,11 @@
 'use strict';
 
-// Compressed answers (Content-Encoding, RFC 9110 section 8.4) for the undici engine: undici's
-// dispatcher hands over the bytes as they were sent (only its fetch decodes). The body is decoded
-// as it arrives, by a node:zlib stream, and counted as it comes out: past the limit the stream is
-// destroyed, so a body that inflates to a gigabyte (a zip bomb) costs at most the limit of heap
-// and ends as too_large. An answer without Content-Encoding never comes here.
+// Compressed answers (Content-Encoding, RFC 9110 section 8.4), for both engines: each hands over
+// the bytes as they were sent (undici's dispatcher never decodes; axios is told not to), so one
+// decoder decides what a coded body is, a cut one included. The body is decoded as it arrives,
+// by a node:zlib stream, and counted as it comes out: past the limit the stream is destroyed, so
+// a body that inflates to a gigabyte (a zip bomb) costs at most the limit of heap and ends as
+// too_large. An answer without Content-Encoding only has its text made here (textOf).
 
 const zlib = require('node:zlib');
 
