@@ -22,6 +22,7 @@ const { text: { printable } } = require('../../lib/protocol');
 const { ACCEPT_ENCODING } = require('./engines');
 const { channels, sendWatched } = require('./diagnostics');
 const { SILENT_LOG } = require('./silent-log');
+const { errorText, notB64token } = require('./token-text');
 
 const TOKEN_TIMEOUT_MS = 5000;
 const REFRESH_AT = 0.75; // of the lifetime
@@ -30,7 +31,6 @@ const MIN_GAP_MS = 1000; // between two token requests, whatever the lifetime
 const MAX_MARGIN_MS = 1000;
 const RETRY_MS = [1000, 2000, 4000, 8000, 15_000, 30_000];
 const RENEW_EVERY_MS = 5000;
-const MAX_ERROR_CHARS = 200; // of a token endpoint's error text, in /ready and the log
 
 /** basic and bearer: one Authorization header, made once. */
 class StaticCredentials {
@@ -256,9 +256,11 @@ class OAuth2Credentials {
       // described below
     }
     if (status !== 200) return `the token endpoint answered HTTP ${status}${errorText(json, text)}`;
-    if (json === null || typeof json.access_token !== 'string' || json.access_token === '' || /[\r\n]/.test(json.access_token)) {
+    if (json === null || typeof json.access_token !== 'string' || json.access_token === '') {
       return 'the token endpoint\'s answer has no access_token';
     }
+    const unfit = notB64token(json.access_token);
+    if (unfit !== null) return `the token endpoint's access_token is not a bearer token (RFC 6750 b64token): ${unfit}`;
     if (json.token_type !== undefined && String(json.token_type).toLowerCase() !== 'bearer') {
       return `token_type ${printable(json.token_type, 40)} is not Bearer`;
     }
@@ -321,26 +323,6 @@ class OAuth2Credentials {
   }
 }
 
-/**
- * What a refusing token endpoint said, for /ready and the log: OAuth2's error and
- * error_description (RFC 6749 section 5.2), else the body itself (a proxy's or a load balancer's
- * page: its title, or its text without tags), on one printable line; '' when there is nothing.
- */
-function errorText(json, text) {
-  if (json !== null && typeof json === 'object' && typeof json.error === 'string') {
-    const more = typeof json.error_description === 'string' ? ` (${oneLine(json.error_description)})` : '';
-    return `: ${shorten(`${oneLine(json.error)}${more}`)}`;
-  }
-  if (typeof text !== 'string' || text.trim() === '') return '';
-  const title = /<title[^>]*>([^<]*)<\/title>/i.exec(text);
-  const words = title !== null && title[1].trim() !== '' ? title[1] : text.replace(/<[^>]*>/g, ' ');
-  const line = shorten(oneLine(words));
-  return line === '' ? '' : `: ${line}`;
-}
-
-const oneLine = (s) => printable(s.replace(/\s+/g, ' ').trim());
-const shorten = (s) => (s.length > MAX_ERROR_CHARS ? `${s.slice(0, MAX_ERROR_CHARS - 3)}...` : s);
-
 /** The credentials for a compiled AuthSpec. */
 function createCredentials(spec, deps) {
   return spec.type === 'oauth2' ? new OAuth2Credentials(spec, deps) : new StaticCredentials(spec);
@@ -395,4 +377,4 @@ class CredentialsBook {
   }
 }
 
-module.exports = { createCredentials, CredentialsBook, errorText };
+module.exports = { createCredentials, CredentialsBook };

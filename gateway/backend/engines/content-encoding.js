@@ -1,10 +1,11 @@
 'use strict';
 
-// Compressed answers (Content-Encoding, RFC 9110 section 8.4) for the undici engine: undici's
-// dispatcher hands over the bytes as they were sent (only its fetch decodes). The body is decoded
-// as it arrives, by a node:zlib stream, and counted as it comes out: past the limit the stream is
-// destroyed, so a body that inflates to a gigabyte (a zip bomb) costs at most the limit of heap
-// and ends as too_large. An answer without Content-Encoding never comes here.
+// Compressed answers (Content-Encoding, RFC 9110 section 8.4), for both engines: each hands over
+// the bytes as they were sent (undici's dispatcher never decodes; axios is told not to), so one
+// decoder decides what a coded body is, a cut one included. The body is decoded as it arrives,
+// by a node:zlib stream, and counted as it comes out: past the limit the stream is destroyed, so
+// a body that inflates to a gigabyte (a zip bomb) costs at most the limit of heap and ends as
+// too_large. An answer without Content-Encoding only has its text made here (textOf).
 
 const zlib = require('node:zlib');
 
@@ -106,6 +107,16 @@ class Decoding {
   }
 }
 
+/**
+ * An answer's bytes as the text every engine hands over: UTF-8, without a leading byte order mark.
+ * RFC 8259 section 8.1 lets a JSON parser ignore one, and some servers (.NET's, by default) send
+ * it; axios used to strip it and undici not, so one API's answers were bad_json on one engine only.
+ */
+function textOf(buffer) {
+  const text = buffer.toString();
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
 module.exports = {
-  ACCEPT_ENCODING, DECODABLE, codingOf, undecodable, Decoding,
+  ACCEPT_ENCODING, DECODABLE, codingOf, undecodable, Decoding, textOf,
 };

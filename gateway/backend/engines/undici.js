@@ -5,7 +5,7 @@ const Pool = require('./undici-parts').load('Pool'); // without undici's index (
 const { proxyFor, tunnelConnector, proxyAuthorization } = require('./proxy');
 const { HostNames } = require('./dns');
 const { failureReason, EngineError } = require('../errors');
-const { codingOf, Decoding } = require('./content-encoding');
+const { codingOf, Decoding, textOf } = require('./content-encoding');
 const { REASON } = require('../outcome');
 
 /**
@@ -257,7 +257,7 @@ class Collect {
     }
     this.decoding = new Decoding(coding, this.maxBytes, (err, body) => {
       if (err === null) {
-        if (this.finish()) this.resolve(answer(this.status, body.toString(), this.retryAfter));
+        if (this.finish()) this.resolve(answer(this.status, textOf(body), this.retryAfter));
         return;
       }
       this.fail(err);
@@ -278,8 +278,7 @@ class Collect {
     }
     if (!this.finish()) return;
     const { chunks } = this;
-    const text = chunks.length === 1 ? chunks[0].toString() : Buffer.concat(chunks).toString();
-    this.resolve(answer(this.status, text, this.retryAfter));
+    this.resolve(answer(this.status, textOf(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)), this.retryAfter));
   }
 
   onResponseError(controller, err) {

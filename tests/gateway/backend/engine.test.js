@@ -2,7 +2,8 @@
 
 // The undici engine's own handler (Pool.dispatch, not pool.request): bodies that arrive in
 // pieces, and aborts before, during and while waiting for a connection, against a real server,
-// with an AbortController's signal and with a query's QuerySignal.
+// with an AbortController's signal and with a query's QuerySignal; and what both engines do with
+// a body they read themselves: an abort in the middle of it, the size limit.
 
 const assert = require('node:assert/strict');
 const { createEngine, engineOptions } = require('../../../gateway/backend/engines');
@@ -101,4 +102,33 @@ describe('undici engine', () => {
     await assert.rejects(pending, { reason: 'deadline' });
     while (!backend.requests[0].closed) await new Promise((r) => setTimeout(r, 5));
   });
+
+  // Both engines read the body themselves, as it arrives: an abort or the size limit in the middle of it.
+  for (const name of ['undici', 'axios']) {
+    it(`${name}: an abort after the headers, while the body arrives, fails with its reason and closes the connection; the engine goes on`, async () => {
+      engine = createEngine(name, OPTIONS);
+      behaviour = (req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.write('{"vars":'); }; // never ends
+      const s = new QuerySignal();
+      const pending = post(s);
+      while (backend.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 50)); // the headers and the first bytes are in
+      s.abort(DEADLINE);
+      await assert.rejects(pending, { reason: 'deadline' });
+      while (!backend.requests[0].closed) await new Promise((r) => setTimeout(r, 5));
+      behaviour = (req, res) => res.end('{"ok":true}');
+      assert.deepEqual(await post(), { status: 200, text: '{"ok":true}' });
+    });
+
+    it(`${name}: a body over maxResponseBytes, in pieces, is too_large`, async () => {
+      engine = createEngine(name, { ...OPTIONS, maxResponseBytes: 1000 });
+      behaviour = (req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('x'.repeat(600));
+        setTimeout(() => res.end('x'.repeat(600)), 20);
+      };
+      await assert.rejects(post(), { reason: 'too_large' });
+      behaviour = (req, res) => res.end('x'.repeat(1000));
+      assert.equal((await post()).text.length, 1000, 'up to the limit is an answer');
+    });
+  }
 });

@@ -7,6 +7,8 @@
 // The token endpoint and the API are tests/helpers/real-backend.js's; counts are the endpoint's own.
 
 const assert = require('node:assert/strict');
+const http = require('node:http');
+const { once } = require('node:events');
 const { STATUS } = require('../../../lib/protocol');
 const { WireClient } = require('../../helpers/wire');
 const { makeCerts } = require('../../helpers/certs');
@@ -14,7 +16,7 @@ const { tmpDir } = require('../../helpers/tmp');
 const {
   startCustomerApi, startNginx, startGateway, rateRun, clidOf, KNOWN, CLIENT_ID, CLIENT_SECRET,
 } = require('../../helpers/real-backend');
-const { errorText } = require('../../../gateway/backend/auth');
+const { errorText, notB64token } = require('../../../gateway/backend/token-text');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -198,6 +200,145 @@ describe('a token endpoint in trouble: the failure schedule, the refresh timer, 
   });
 });
 
+/**
+ * A token endpoint (its own server, so its origin is not the API's) that answers 200 with
+ * access_token, and the customers API, each counting its requests.
+ */
+async function startTokenAndApi(accessToken) {
+  const counts = { tokenRequests: 0, lookups: 0 };
+  const json = (res, status, body) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+  const token = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      counts.tokenRequests++;
+      json(res, 200, { access_token: accessToken, token_type: 'Bearer', expires_in: 3600 });
+    });
+  });
+  const api = http.createServer((req, res) => {
+    counts.lookups++;
+    req.resume();
+    json(res, 200, { customer: { tier: 'gold', agentGroup: 'ag-api' } });
+  });
+  const listen = async (server) => {
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return `http://127.0.0.1:${server.address().port}`;
+  };
+  return {
+    counts,
+    tokenBase: await listen(token),
+    apiBase: await listen(api),
+    close: () => Promise.all([token, api].map((s) => new Promise((r) => { s.closeAllConnections(); s.close(r); }))),
+  };
+}
+
+describe('an access_token that is not RFC 6750 token text: a token failure, the same on both engines', function () {
+  this.timeout(60_000);
+  const dir = tmpDir('ged145-token-text-');
+
+  // The undici engine refused such a token on every request (UND_ERR_INVALID_ARG, blamed on the
+  // API's origin, /ready 200, the token kept for its lifetime); the axios engine sent it on.
+  const cases = [
+    { what: 'a control character (U+0001)', token: 'abc\u0001def', fault: 'U+0001 at character 4 of 7', fallback: null },
+    {
+      what: 'a character past U+00FF (\u20ac), with a fallback answer',
+      token: 'abc\u20acdef',
+      fault: 'U+20AC at character 4 of 7',
+      fallback: { vars: { 2: 'default-route' } },
+    },
+  ];
+
+  /** One gateway with engine against a token endpoint that hands out token; what it did. */
+  async function run(engine, { token, fallback }) {
+    const parts = await startTokenAndApi(token);
+    const tokenUrl = `${parts.tokenBase}/oauth/token`;
+    const config = {
+      backend: {
+        url: parts.apiBase,
+        engine,
+        auth: {
+          type: 'oauth2', tokenUrl, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, clientAuth: 'body',
+        },
+      },
+      fallback,
+      routes: {
+        cust: {
+          method: 'GET', url: `${parts.apiBase}/customers?phone={clid}`, response: { 'vars.1': 'customer.tier', 'vars.2': 'customer.agentGroup' },
+        },
+      },
+    };
+    let g = null;
+    let client = null;
+    try {
+      g = await startGateway(config, { dir });
+      await g.gw.waitFor(/backend token request failed/);
+      client = await WireClient.connect(g.port);
+      await client.open();
+      const before = client.messages.length;
+      for (let id = 1; id <= 20; id++) client.query(id, { subtype: 'cust', clid: clidOf(id) });
+      await client.waitForCount(before + 20, 10_000);
+      await wait(200); // a second reply to any of them would be here by now
+      const replies = client.messages.slice(before);
+      const ready = await g.admin('/ready');
+      const status = (await g.admin('/status')).json();
+      const health = (await g.admin('/health')).json();
+      return {
+        tokenUrl,
+        apiBase: parts.apiBase,
+        replies,
+        ready: { status: ready.status, reason: ready.json().reason },
+        auth: status.backend.auth[0],
+        health,
+        warned: g.gw.err.split('\n').filter((l) => l.includes('backend token request failed')),
+        log: g.gw.out + g.gw.err,
+        counts: { ...parts.counts },
+      };
+    } finally {
+      if (client) client.close();
+      if (g) await g.stop();
+      await parts.close();
+    }
+  }
+
+  /** A reply as the router sees it, without its invokeId. */
+  const seen = (m) => (m.type === 'QUERY_RESP' ? { type: m.type, vars: m.vars } : { type: m.type, status: m.status, error: m.error });
+
+  for (const c of cases) {
+    it(`${c.what}: the token endpoint is named in /ready, /status and one log line, backed off, the API never asked, both engines alike`, async () => {
+      const seenBy = {};
+      for (const engine of ['undici', 'axios']) {
+        const r = await run(engine, c);
+        const problem = `the token endpoint's access_token is not a bearer token (RFC 6750 b64token): ${c.fault}`;
+        assert.deepEqual(r.ready, { status: 503, reason: `backend auth: ${problem}` }, engine);
+        assert.equal(r.auth.tokenUrl, r.tokenUrl, engine);
+        assert.equal(r.auth.state, 'failing', engine);
+        assert.equal(r.auth.lastError, problem, engine);
+        assert.equal(r.warned.length, 1, `${engine}: one warning line, the first failure`);
+        assert.ok(r.warned[0].includes(problem) && r.warned[0].includes(r.tokenUrl), `${engine}: ${r.warned[0]}`);
+        assert.ok(!r.log.includes(c.token), `${engine}: the token itself is never logged`);
+        assert.equal(r.counts.lookups, 0, `${engine}: the API is never asked with a token it cannot have`);
+        // At start, then 1 s and 2 s after the failures before: no request per query.
+        assert.ok(r.counts.tokenRequests >= 1 && r.counts.tokenRequests <= 3, `${engine}: token requests: ${r.counts.tokenRequests}`);
+        assert.equal(r.auth.tokenRequests, r.counts.tokenRequests, engine);
+        const { state, consecutiveFailures } = r.health.backend;
+        assert.deepEqual([state, consecutiveFailures], ['reachable', 0], `${engine}: the API is not blamed: ${JSON.stringify(r.health.backend)}`);
+        assert.ok(!/backend failing/.test(r.log), `${engine}: no line blames the API's origin`);
+        // Every query answered once, with what the config gives for a backend that cannot be asked.
+        assert.deepEqual(r.replies.map((m) => m.invokeId).sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i + 1), engine);
+        const expected = c.fallback === null
+          ? (m) => m.type === 'FAILURE_CONF' && m.status === STATUS.E_AG_HOST_ERROR1
+          : (m) => m.type === 'QUERY_RESP' && m.vars[2] === 'default-route';
+        assert.deepEqual(r.replies.filter((m) => !expected(m)).map(seen), [], engine);
+        seenBy[engine] = r.replies.map(seen);
+      }
+      assert.deepEqual(seenBy.axios, seenBy.undici, 'both engines give the router the same answers');
+    });
+  }
+});
+
 describe('the token endpoint\'s error text (errorText)', () => {
   it('OAuth2 error and error_description, on one line', () => {
     assert.equal(errorText({ error: 'invalid_client', error_description: 'wants\r\nBasic' }, ''), ': invalid_client (wants Basic)');
@@ -217,5 +358,22 @@ describe('the token endpoint\'s error text (errorText)', () => {
     assert.equal(errorText(null, ''), '');
     assert.equal(errorText(null, '  \n'), '');
     assert.equal(errorText(null, '<html></html>'), '');
+  });
+});
+
+describe('a bearer token\'s text (notB64token, RFC 6750 section 2.1)', () => {
+  it('takes b64token: letters, digits, - . _ ~ + / and "=" padding at the end', () => {
+    for (const t of ['a', 'eyJhbGciOi.eyJzdWIi.SflKxwRJ', 'A-Z_a.z~0+9/', 'abc=', 'abc==']) assert.equal(notB64token(t), null, t);
+  });
+
+  it('names the first character out of place, by code point, never the token', () => {
+    assert.equal(notB64token('abc\u0001def'), 'U+0001 at character 4 of 7');
+    assert.equal(notB64token('abc\u20acdef'), 'U+20AC at character 4 of 7');
+    assert.equal(notB64token('ab cd'), 'U+0020 at character 3 of 5');
+    assert.equal(notB64token('abc\u00e9'), 'U+00E9 at character 4 of 4');
+    assert.equal(notB64token('tok\ud83d\ude00'), 'U+1F600 at character 4 of 5');
+    assert.equal(notB64token('=abc'), 'U+003D at character 1 of 4', 'padding alone is no token');
+    assert.equal(notB64token('ab=c'), 'U+0063 at character 4 of 4', 'nothing after the padding');
+    assert.equal(notB64token('abc==\t'), 'U+0009 at character 6 of 6');
   });
 });

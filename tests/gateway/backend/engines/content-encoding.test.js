@@ -128,6 +128,126 @@ for (const name of ['undici', 'axios']) {
   });
 }
 
+/**
+ * One table of encodings x truncations, each row run against both engines with the same server:
+ * what each engine makes of it (the answer, or the failure's reason and zlib's code) must be the
+ * same, and the table's. A body cut short is never an answer: a coded stream that stops early
+ * within a whole HTTP message is reason error (Z_BUF_ERROR), a connection that closes before the
+ * body's end (Content-Length not reached, the last chunk missing) is reset, and neither is sent
+ * again. Before, axios flushed whatever a cut gzip, deflate or br stream gave and answered with
+ * it (a gzip body without its 8-byte trailer whole, half of one as a shorter text), and took an
+ * identity body cut short for too_large.
+ */
+describe('both engines: one table of encodings x truncations, one classification', () => {
+  const BODY = Buffer.from(JSON.stringify({ vars: { 1: 'Jos\u00e9' }, ecc: { 'user.note': 'x'.repeat(2000) } }));
+  const ENCODINGS = { identity: (b) => b, ...CODINGS };
+  const half = (b) => b.subarray(0, Math.floor(b.length / 2));
+  const DECODE_CUT = { reason: 'error', zlib: 'Z_BUF_ERROR' };
+  const RESET = { reason: 'reset' };
+
+  /**
+   * Each truncation: which encodings it applies to, the bytes sent for an encoded body, how they
+   * are framed (whole: a complete HTTP message, chunked; close: the connection closes after them,
+   * with Content-Length: the whole length, or chunked), and what both engines must make of it.
+   */
+  const TRUNCATIONS = [
+    {
+      what: 'whole', applies: () => true, bytes: (b) => b, framing: 'whole', expect: { status: 200, text: BODY.toString() },
+    },
+    {
+      what: 'with a byte order mark first (RFC 8259 section 8.1: ignored)',
+      applies: (e) => e === 'identity' || e === 'gzip',
+      bom: true,
+      bytes: (b) => b,
+      framing: 'whole',
+      expect: { status: 200, text: BODY.toString() },
+    },
+    {
+      what: 'gzip missing its 8-byte trailer',
+      applies: (e) => e === 'gzip' || e === 'x-gzip',
+      bytes: (b) => b.subarray(0, b.length - 8),
+      framing: 'whole',
+      expect: DECODE_CUT,
+    },
+    {
+      what: 'the coded stream cut mid-way, the HTTP message whole', applies: (e) => e !== 'identity', bytes: half, framing: 'whole', expect: DECODE_CUT,
+    },
+    {
+      what: 'Content-Length longer than the body, then the connection closes', applies: () => true, bytes: half, framing: 'length', expect: RESET,
+    },
+    {
+      what: 'chunked, the connection closes before the last chunk', applies: () => true, bytes: half, framing: 'chunked-cut', expect: RESET,
+    },
+  ];
+
+  let backend;
+  let behaviour;
+  let requests;
+  before(async () => {
+    backend = await startTestBackend((req, res) => {
+      requests++;
+      behaviour(req, res);
+    });
+  });
+  after(() => backend.close());
+
+  /** Serves bytes as encoding says, framed as the truncation says: the first 5 bytes, the rest 20 ms later. */
+  const serve = (encoding, bytes, t, full) => (req, res) => {
+    const headers = { 'content-type': 'application/json' };
+    if (encoding !== 'identity') headers['content-encoding'] = headerOf(encoding);
+    if (t.framing === 'length') headers['content-length'] = String(full);
+    res.writeHead(200, headers);
+    res.write(bytes.subarray(0, 5));
+    setTimeout(() => {
+      if (t.framing === 'whole') {
+        res.end(bytes.subarray(5));
+        return;
+      }
+      res.write(bytes.subarray(5));
+      setTimeout(() => res.socket.destroy(), 20); // no more bytes: neither the rest of the length nor the last chunk
+    }, 20);
+  };
+
+  /** What an engine made of one request: the answer, or the failure's reason (and zlib's code). */
+  async function outcome(engine) {
+    try {
+      return await engine.request({
+        origin: backend.url, path: '/q', method: 'GET', headers: { accept: 'application/json' },
+      });
+    } catch (err) {
+      return /^Z_/.test(err.detail) ? { reason: err.reason, zlib: err.detail } : { reason: err.reason };
+    }
+  }
+
+  for (const t of TRUNCATIONS) {
+    for (const [encoding, encode] of Object.entries(ENCODINGS)) {
+      if (!t.applies(encoding)) continue;
+      it(`${encoding}, ${t.what}: ${t.expect.reason === undefined ? 'answered' : t.expect.reason} on both, asked once`, async () => {
+        const whole = encode(t.bom ? Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), BODY]) : BODY);
+        behaviour = serve(encoding, t.bytes(whole), t, whole.length);
+        const seen = {};
+        for (const name of ['undici', 'axios']) {
+          const engine = createEngine(name, OPTIONS);
+          try {
+            requests = 0;
+            seen[name] = await outcome(engine);
+            assert.equal(requests, 1, `${name}: a request whose answer had begun is never sent again`);
+            behaviour = (req, res) => res.end('{"after":true}');
+            assert.deepEqual(await engine.request({
+              origin: backend.url, path: '/q', method: 'GET', headers: {},
+            }), { status: 200, text: '{"after":true}' }, `${name} goes on`);
+            behaviour = serve(encoding, t.bytes(whole), t, whole.length);
+          } finally {
+            await engine.close();
+          }
+        }
+        assert.deepEqual(seen.axios, seen.undici, 'both engines alike');
+        assert.deepEqual(seen.undici, t.expect);
+      });
+    }
+  }
+});
+
 describe('a real gateway and compressed answers', function () {
   this.timeout(90_000);
   let certs;
