@@ -12,7 +12,7 @@ const summary = 'the GED-145 application gateway host (answers ICM routers from 
 /** Flags that are not config keys. */
 const OWN_FLAGS = [
   { name: 'config', arg: 'FILE', help: 'JSON config file (see docs/configuration.md; `ged145 config schema` for editors)' },
-  { name: 'embedded-backend', arg: null, help: 'with no backend configured, serve from a built-in REST simulator' },
+  { name: 'embedded-backend', arg: null, help: 'with no backend configured, serve from a built-in REST simulator; listen on 127.0.0.1 unless a host is set' },
   { name: 'ready-json', arg: null, help: 'once serving, print {"ready": "gateway", "port", "adminPort", ...} on stdout' },
 ];
 const ALL_FLAGS = [OWN_FLAGS[0], ...FLAGS, ...OWN_FLAGS.slice(1)];
@@ -123,9 +123,10 @@ class GatewayProcess {
   /** config is not kept: the runtime has the running one (a reload replaces it and its handler modules). */
   async start(config, readyJson) {
     const { log } = this;
-    await this.backendOrSimulator(config);
     // Socket activation (ged145.socket): the router port is the socket systemd passed, not host and port.
     const inherited = require('./ops/listen-fds').inheritedSocket();
+    log.info(startLine(config, inherited));
+    await this.backendOrSimulator(config);
     const options = { log, listenFd: inherited === null ? null : inherited.fd };
     this.running = config.workers > 1
       ? await require('./ops/cluster').startCluster(config, options) : await require('./index').startGateway(config, options);
@@ -146,13 +147,32 @@ class GatewayProcess {
   }
 }
 
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/**
+ * The first line a gateway logs: where routers connect, before the warm-up and the backend
+ * delay the listener, so that an operator sees at once whether other hosts can reach it.
+ */
+function startLine(config, inherited) {
+  const { version } = require('../package.json');
+  const at = (host, port) => `${host.includes(':') ? `[${host}]` : host}${port === 0 ? ' on a free port' : `:${port}`}`;
+  const { host } = config;
+  let where = `on ${at(host, config.port)} for routers${config.tls.cert ? ' (TLS)' : ''}`;
+  if (inherited !== null) where = `for routers on the socket the service manager passed (fd ${inherited.fd})`;
+  else if (host === '0.0.0.0' || host === '::') where += ' (every address)';
+  else if (LOOPBACK.has(host)) where += ' (this host only; --host 0.0.0.0 for routers on other hosts)';
+  const admin = config.admin.port === null ? 'no admin port' : `admin on ${at(config.admin.host, config.admin.port)}`;
+  return `ged145 gateway ${version} starting, to listen ${where}; ${admin}`;
+}
+
 async function main(values) {
   holdYoungGeneration(); // before the gateway's modules load (lib/heap.js)
   const { loadConfig, startProblems } = require('./config');
   const { createLogger } = require('../lib/logger');
-  const source = { file: values.config, overrides: overridesOf(values) };
-  const config = loadConfig(source);
   const embeddedBackend = Boolean(values['embedded-backend']);
+  // A trial with test data listens on this host only, unless the host is set (file, environment or flag).
+  const source = { file: values.config, overrides: overridesOf(values), defaults: embeddedBackend ? { host: '127.0.0.1' } : {} };
+  const config = loadConfig(source);
   const refused = startProblems(config, { embeddedBackend });
   if (refused.length > 0) throw new OperatorError(refused.join('\n'));
   applyMemorySettings(config.memory);

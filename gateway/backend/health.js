@@ -12,15 +12,28 @@
 // backend cannot flood the log: the next line says how many changes it folded in). The recovery
 // after a logged failure is logged when it happens, at info. ged145_backend_up shows each origin
 // and lane, and the process's worst without labels (ops/backend-metrics.js reads lanes()).
+//
+// A state is only as good as its evidence: with no query to judge it for IDLE_AFTER_MS (a
+// subtype that timed out once and was not asked again, a quiet night), /health and /status say
+// `idle` instead, with `lastState` (what the last queries said) and how old they are
+// (`lastQueryAt`, `evidenceAgeS`), so that an old failure is never shown as a failure now. The
+// lane keeps its verdict meanwhile: the next failure continues its run, the next answer is
+// logged as a recovery, and ged145_backend_up (a gauge an alert reads) goes on reading it.
 
 const { SILENT_LOG } = require('./silent-log');
 
 const FAIL_AFTER = 5;
 /** What a lane hands over to its successor at a reload. */
-const KEPT = ['state', 'since', 'consecutiveFailures', 'failuresInState', 'answers', 'lastError', 'loggedAt', 'loggedState'];
+const KEPT = ['state', 'since', 'consecutiveFailures', 'failuresInState', 'answers', 'lastError', 'lastQueryAt', 'loggedAt', 'loggedState'];
 const LOG_EVERY_MS = 10_000;
+/** Evidence older than this says nothing about now: the state shown is `idle`. */
+const IDLE_AFTER_MS = 60_000;
 const REACHABLE = 'reachable';
 const FAILING = 'failing';
+const IDLE = 'idle';
+const iso = (ms) => (ms === null ? null : new Date(ms).toISOString());
+/** Whole seconds from ms to now; never negative (a clock stepped back). */
+const ageS = (ms, now) => (ms === null ? null : Math.max(0, Math.round((now - ms) / 1000)));
 
 class LaneHealth {
   /** board: the BackendHealth it belongs to; origin, route: which lane (route: a subtype, or '(none)'). */
@@ -34,6 +47,7 @@ class LaneHealth {
     this.failuresInState = 0; // failed queries since the state last changed
     this.answers = 0;
     this.lastError = null;
+    this.lastQueryAt = null; // the last outcome that judged this lane (Date.now()), null before the first
     this.loggedAt = 0;
     this.loggedState = REACHABLE;
     this.unlogged = 0; // changes folded into the next line
@@ -41,12 +55,14 @@ class LaneHealth {
   }
 
   success() {
+    this.lastQueryAt = Date.now();
     this.consecutiveFailures = 0;
     this.answers++;
     if (this.state === FAILING) this.change(REACHABLE);
   }
 
   failure(reason) {
+    this.lastQueryAt = Date.now();
     this.consecutiveFailures++;
     this.failuresInState++;
     this.lastError = reason;
@@ -99,9 +115,21 @@ class LaneHealth {
     }
   }
 
-  toJSON() {
+  /** The state as of now: its verdict while a query judged it within idleAfterMs, else idle. */
+  shownState(now) {
+    return this.lastQueryAt !== null && now - this.lastQueryAt < this.board.idleAfterMs ? this.state : IDLE;
+  }
+
+  toJSON(now = Date.now()) {
     return {
-      route: this.route, state: this.state, since: new Date(this.since).toISOString(), consecutiveFailures: this.consecutiveFailures, lastError: this.lastError,
+      route: this.route,
+      state: this.shownState(now),
+      lastState: this.state,
+      since: iso(this.since),
+      lastQueryAt: iso(this.lastQueryAt),
+      evidenceAgeS: ageS(this.lastQueryAt, now),
+      consecutiveFailures: this.consecutiveFailures,
+      lastError: this.lastError,
     };
   }
 
@@ -119,12 +147,14 @@ class BackendHealth {
    * ged145_backend_up read this one from now on, and agree).
    */
   constructor({
-    log = SILENT_LOG, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, instead = 'E_AG_HOST_ERROR1', previous = null, keeps = () => false,
+    log = SILENT_LOG, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, idleAfterMs = IDLE_AFTER_MS, instead = 'E_AG_HOST_ERROR1', previous = null,
+    keeps = () => false,
   } = {}) {
     this.log = log;
     this.instead = instead;
     this.failAfter = failAfter;
     this.logEveryMs = logEveryMs;
+    this.idleAfterMs = idleAfterMs;
     this.byOrigin = new Map(); // origin -> Map(route -> its LaneHealth)
     this.failing = 0; // lanes failing now
     this.since = Date.now(); // when the process-wide state last changed
@@ -196,17 +226,19 @@ class BackendHealth {
     for (const lanes of this.byOrigin.values()) yield* lanes.values();
   }
 
-  /** Per origin: its state and its lanes' (for /health and /status). */
-  originsJSON() {
+  /** Per origin: its state as of now and its verdict, and its lanes' (for /health and /status). */
+  originsJSON(now = Date.now()) {
     const out = {};
     for (const [origin, lanes] of this.byOrigin) {
-      out[origin] = { state: this.originState(origin), routes: [...lanes.values()].map((l) => l.toJSON()) };
+      out[origin] = {
+        ...shown(lanes.values(), now), lastState: this.originState(origin), routes: [...lanes.values()].map((l) => l.toJSON(now)),
+      };
     }
     return out;
   }
 
-  /** The process-wide view: its state, and for a failing one the lane that failed last. */
-  toJSON() {
+  /** The process-wide view: its state as of now and its verdict, and for a failing one the lane that failed last. */
+  toJSON(now = Date.now()) {
     let worst = null; // the failing lane that failed last, else the one with the longest run of failures
     for (const lane of this.lanes()) {
       if (worst === null) worst = lane;
@@ -215,11 +247,12 @@ class BackendHealth {
       } else if (worst.state !== FAILING && lane.consecutiveFailures > worst.consecutiveFailures) worst = lane;
     }
     return {
-      state: this.state,
-      since: new Date(this.since).toISOString(),
+      ...shown(this.lanes(), now),
+      lastState: this.state,
+      since: iso(this.since),
       consecutiveFailures: worst === null ? 0 : worst.consecutiveFailures,
       lastError: worst === null ? null : worst.lastError,
-      failing: [...this.lanes()].filter((l) => l.state === FAILING).map((l) => ({ origin: l.origin, route: l.route })),
+      failing: [...this.lanes()].filter((l) => l.shownState(now) === FAILING).map((l) => ({ origin: l.origin, route: l.route })),
     };
   }
 
@@ -228,4 +261,19 @@ class BackendHealth {
   }
 }
 
-module.exports = { BackendHealth, LaneHealth };
+/**
+ * {state, lastQueryAt, evidenceAgeS} of several lanes as of now: failing when one failing lane has
+ * fresh evidence, else reachable when one lane has, else idle; the evidence is the newest query's.
+ */
+function shown(lanes, now) {
+  let state = IDLE;
+  let last = null;
+  for (const lane of lanes) {
+    const s = lane.shownState(now);
+    if (s === FAILING || (s === REACHABLE && state === IDLE)) state = s;
+    if (lane.lastQueryAt !== null && (last === null || lane.lastQueryAt > last)) last = lane.lastQueryAt;
+  }
+  return { state, lastQueryAt: iso(last), evidenceAgeS: ageS(last, now) };
+}
+
+module.exports = { BackendHealth, LaneHealth, IDLE_AFTER_MS };

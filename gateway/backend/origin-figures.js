@@ -45,7 +45,10 @@ class OriginFigures {
     const origins = {};
     for (const [origin, s] of this.byOrigin) {
       origins[origin] = {
-        ...(health[origin] || { state: 'reachable', routes: [] }),
+        // An origin no query's outcome has judged yet: nothing to say it answers.
+        ...(health[origin] || {
+          state: 'idle', lastState: 'reachable', lastQueryAt: null, evidenceAgeS: null, routes: [],
+        }),
         ...s,
         byReason: { ...s.byReason },
         lastErrorAt: s.lastErrorAt === null ? null : new Date(s.lastErrorAt).toISOString(),

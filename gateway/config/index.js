@@ -220,11 +220,12 @@ function readDesKey(c, baseDir, env) {
 }
 
 /**
- * loadConfig({file, env, overrides}) -> validated config. `overrides` are CLI flags as dotted
- * keys ({"backend.url": "..."}), applied last.
+ * loadConfig({file, env, overrides, defaults}) -> validated config. `overrides` are CLI flags as
+ * dotted keys ({"backend.url": "..."}), applied last; `defaults`, dotted keys too, replace the
+ * schema's defaults under everything else (a mode's own: --embedded-backend listens on 127.0.0.1).
  */
 function loadConfig({
-  file, env = process.env, overrides = {}, baseDir: dir, fresh = false,
+  file, env = process.env, overrides = {}, defaults = {}, baseDir: dir, fresh = false,
 } = {}) {
   let fromFile = {};
   let baseDir = dir || process.cwd();
@@ -255,7 +256,9 @@ function loadConfig({
     setPath(layered, key, value);
     delete sources[key]; // a flag wins over the environment
   }
-  const config = merge(merge(structuredClone(DEFAULTS), fromFile), layered);
+  const base = structuredClone(DEFAULTS);
+  for (const [key, value] of Object.entries(defaults)) setPath(base, key, value);
+  const config = merge(merge(base, fromFile), layered);
   const checked = validate(config, sources);
   return compile(config, {
     baseDir, env, fresh, checked, configFile: file ? path.resolve(file) : null, // the file: for the status page

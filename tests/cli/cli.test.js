@@ -213,12 +213,26 @@ describe('ged145 CLI', () => {
     }
   });
 
-  it('npm start serves real answers from the built-in REST simulator', async () => {
+  it('ged145 gateway keeps listening on every address, and its first line says where', async () => {
+    const gw = spawnCli(['gateway', '--port', '0', '--admin-port', '0', '--backend', 'http://127.0.0.1:9'], { env: { GED145_HOST: '' } });
+    try {
+      await gw.waitFor(/listening for ICM routers on 0\.0\.0\.0:\d+/, 15_000);
+      assert.match(gw.err.split('\n')[0], /info +\[gateway\] ged145 gateway \S+ starting, to listen on 0\.0\.0\.0 on a free port for routers \(every address\); admin on 127\.0\.0\.1 on a free port$/);
+    } finally {
+      gw.kill('SIGTERM');
+      await gw.exited;
+    }
+  });
+
+  it('npm start serves real answers from the built-in REST simulator, on 127.0.0.1 with no host set, and says so first', async () => {
+    // GED145_HOST empty: no host from this environment, so the trial's own default shows.
     const npm = spawnCli([], {
-      cmd: 'npm', cmdArgs: ['start', '--silent'], env: { GED145_PORT: '0', GED145_HOST: '127.0.0.1', GED145_ADMIN_PORT: '0' }, group: true,
+      cmd: 'npm', cmdArgs: ['start', '--silent'], env: { GED145_PORT: '0', GED145_HOST: '', GED145_ADMIN_PORT: '0' }, group: true,
     });
     try {
       const [, port] = await npm.waitFor(/listening for ICM routers on 127\.0\.0\.1:(\d+)/, 15_000);
+      const first = npm.err.split('\n')[0];
+      assert.match(first, /info +\[gateway\] ged145 gateway \S+ starting, to listen on 127\.0\.0\.1 on a free port for routers \(this host only; --host 0\.0\.0\.0 /);
       await npm.waitFor(new RegExp(`next, in another terminal: npx ged145 router --host 127\\.0\\.0\\.1 --port ${port} `));
       assert.match(npm.err, /warn .*serving from the built-in REST simulator.*test data/);
       const c = await WireClient.connect(Number(port));

@@ -38,11 +38,8 @@
   const fmt = (n, digits = 0) => (n === null || n === undefined || Number.isNaN(n)
     ? '-' : Number(n).toLocaleString('en-US', { maximumFractionDigits: digits }));
   const mb = (bytes) => fmt(bytes / 1048576, 1);
-  const ago = (iso) => {
-    if (!iso) return '-';
-    const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
-    return s < 90 ? `${s} s ago` : s < 5400 ? `${Math.round(s / 60)} min ago` : `${fmt(s / 3600, 1)} h ago`;
-  };
+  const agoS = (s) => (s < 90 ? `${s} s ago` : s < 5400 ? `${Math.round(s / 60)} min ago` : `${fmt(s / 3600, 1)} h ago`);
+  const ago = (iso) => (iso ? agoS(Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000))) : '-');
   const time = (iso) => (iso ? new Date(iso).toLocaleTimeString() : '-');
   /** An origin's circuit: its least healthy state, and the subtypes whose circuits are not closed. */
   const circuitText = (c) => {
@@ -50,6 +47,12 @@
     if (notClosed.length === 0) return c.state;
     return `${c.state}: ${notClosed.slice(0, 3).join(', ')}${notClosed.length > 3 ? ` and ${notClosed.length - 3} more` : ''}`;
   };
+  // The backend's state beside the age of its evidence, the age as the gateway counts it
+  // (evidenceAgeS), whatever this browser's clock says: idle when no query judged it for a minute.
+  const STATE_CLASS = { reachable: 'ok', failing: 'bad', idle: 'mute' };
+  const evidence = (b) => (b.state === 'idle'
+    ? (b.lastQueryAt ? `no queries since ${time(b.lastQueryAt)} (${agoS(b.evidenceAgeS)})` : 'no queries yet')
+    : `since ${time(b.since)} · last query ${agoS(b.evidenceAgeS)}`);
   const duration = (s) => (s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${fmt(s / 3600, 1)} h`);
 
   /** p-th percentile (0..1) of bucket counts, as the bucket's upper bound (ms). */
@@ -136,7 +139,9 @@
     const bad60 = Object.entries(failed60).filter(([k]) => FAILED.has(k)).reduce((a, [, v]) => a + v, 0);
     const no60 = Object.entries(failed60).filter(([k]) => CHOSEN.has(k)).reduce((a, [, v]) => a + v, 0);
     const health = st.backend.length !== undefined ? st.backend : [st.backend];
-    const backendState = health.every((b) => b.state === 'reachable') ? 'reachable' : 'failing';
+    // The worst of the workers' states that rest on fresh evidence; the newest evidence beside it.
+    const backendState = ['failing', 'reachable'].find((x) => health.some((b) => b.state === x)) || 'idle';
+    const newest = health.filter((b) => b.state === backendState).sort((a, b) => (b.lastQueryAt || '').localeCompare(a.lastQueryAt || ''))[0];
     const open = st.sessions.filter((s) => s.state === SESSION_STATE.OPEN).length;
     const tile = (label, value, cls, note) => h('div', { class: 'tile' },
       h('small', null, label), h('b', { class: cls || '' }, value), note ? h('small', null, note) : null);
@@ -147,7 +152,8 @@
       tile('app error (60 s)', all60 === 0 ? '-' : `${fmt((100 * no60) / all60, 1)} %`, 'chosen', `the backend's "no": ${fmt(no60)}`),
       tile('sessions open', String(open), open > 0 ? 'ok' : 'warn', `${st.sessions.length} connected`),
       tile('in flight', fmt(st.sessions.reduce((a, s) => a + s.inFlight + (s.waiting || 0), 0))),
-      tile('backend', backendState, backendState === 'reachable' ? 'ok' : 'bad'));
+      tile('backend', backendState, STATE_CLASS[backendState] || 'bad',
+        newest === undefined ? 'no worker answered' : backendState === 'idle' ? evidence(newest) : `last query ${agoS(newest.evidenceAgeS)}`));
 
     // Charts
     const rateSeries = names.map((n) => ({
@@ -179,7 +185,8 @@
     const cache = health.map((b) => b.cache).find(Boolean);
     const cachedShare = total5 === 0 ? null : (100 * ((outcomes5.cached || 0) + (outcomes5.stale || 0))) / total5;
     replace($('backend'), health.map((b) => h('div', null,
-      h('b', { class: b.state === 'reachable' ? 'ok' : 'bad' }, b.state), ` since ${time(b.since)}`, b.pid ? ` (worker ${b.pid})` : '',
+      h('b', { class: STATE_CLASS[b.state] || 'bad' }, b.state), `${b.state === 'idle' ? ': ' : ' '}${evidence(b)}`,
+      b.state === 'idle' && b.lastQueryAt ? ` · last seen ${b.lastState}` : '', b.pid ? ` (worker ${b.pid})` : '',
       b.lastError ? h('span', { class: 'mute' }, ` · last error: ${b.lastError}`) : null)),
     h('div', null, `requests (60 s): ${Object.entries(classes).map(([k, n]) => `${k} ${fmt(n)}`).join(', ') || 'none'}`
       + ` · p50 / p99 ${fmt(percentile(backendLat, st.history.bounds, 0.5))} / ${fmt(percentile(backendLat, st.history.bounds, 0.99))} ms`),

@@ -8,13 +8,15 @@
 // that makes a W3C propagator drop both.
 //
 // Caller data (CLID, DN, CED, CDPD, VAR and ECC values, and a URL's placeholders filled with them)
-// stays out of spans unless the operator sets telemetry.traces.callerData: a backend span carries
-// the route's URL template, never the filled path, and an error span carries its stable reason,
+// stays out of spans unless the operator sets telemetry.traces.callerData, and a query string's
+// values (an API key written into a route's URL) stay out always: a backend span's URL is the one
+// sent with those values REDACTED (span-url.js), and an error span carries its stable reason,
 // never an error message (which can quote the URL).
 
 const dc = require('node:diagnostics_channel');
 const { trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = require('@opentelemetry/api');
 const { W3CTraceContextPropagator } = require('@opentelemetry/core');
+const { urlFull, urlTemplate } = require('./span-url');
 
 /** Outcomes that are the gateway's or the backend's failure; an app_error is the API's answer ("no such caller"). */
 const FAILED_OUTCOMES = new Set(['host_error', 'deadline', 'lost_router_gone']);
@@ -120,21 +122,21 @@ class QuerySpans {
     if (parent === undefined && !this.owns(gateway)) return; // another gateway's (the warm-up's), or nobody's
     const context = parent === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, parent);
     const method = HTTP_METHODS.has(String(request.method).toUpperCase()) ? String(request.method).toUpperCase() : '_OTHER';
-    const span = this.tracer.startSpan(request.template ? `${method} ${request.template}` : method, { kind: SpanKind.CLIENT }, context);
+    const template = request.template ? urlTemplate(request.template) : null;
+    const span = this.tracer.startSpan(template !== null ? `${method} ${template}` : method, { kind: SpanKind.CLIENT }, context);
     this.requests.set(request, span);
     // Exactly one traceparent: setHeader replaces, never adds (docs/diagnostics.md).
     propagator.inject(trace.setSpan(ROOT_CONTEXT, span), request, headerSetter);
     if (!span.isRecording()) return;
-    const path = this.callerData && present(request.path) ? request.path : request.template;
     span.setAttributes({
       'http.request.method': method,
       ...serverOf(request.origin),
-      'url.full': `${request.origin || ''}${path || ''}`,
+      'url.full': urlFull(request, this.callerData),
       'ged145.backend.kind': request.kind,
       'ged145.backend.route': !present(request.route) ? '' : String(request.route),
     });
     if (method === '_OTHER') span.setAttribute('http.request.method_original', String(request.method));
-    if (request.template) span.setAttribute('url.template', request.template);
+    if (template !== null) span.setAttribute('url.template', template);
     if (request.attempt > 1) span.setAttribute('http.request.resend_count', request.attempt - 1);
     if (present(request.retry)) span.setAttribute('ged145.backend.retry', String(request.retry));
   }

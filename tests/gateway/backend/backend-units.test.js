@@ -110,6 +110,7 @@ describe('BackendHealth (unit, fake clock)', () => {
       h, lines, up, board,
     };
   }
+  const pick = (j) => [j.state, j.lastState, j.lastQueryAt, j.evidenceAgeS];
 
   it('five failures in a row make it failing, the first answer reachable again; a failure between answers does not', () => {
     const { h, lines, up } = health({ instead: 'the fallback answer' });
@@ -166,6 +167,32 @@ describe('BackendHealth (unit, fake clock)', () => {
     assert.equal(lines.length, 1);
     assert.match(lines[0].message, /^backend failing: http:\/\/bad:1 \(subtype cust\): .*; http:\/\/good:1 still answering$/);
     assert.deepEqual(lines[0].meta.answering, ['http://good:1']);
+  });
+
+  it('a state judged by queries older than 60 s is shown as idle, with what they said and how old they are', () => {
+    const { board } = health();
+    const slow = board.lane('http://crm:8080', 'slow');
+    const quick = board.lane('http://crm:8080', 'quick');
+    assert.deepEqual(pick(board.toJSON()), ['idle', 'reachable', null, null], 'no query yet: nothing to judge by');
+    for (let i = 0; i < 5; i++) slow.failure('timeout');
+    const failedAt = new Date(Date.now()).toISOString();
+    clock.tick(59_000);
+    assert.deepEqual(pick(board.toJSON()), ['failing', 'failing', failedAt, 59]);
+    clock.tick(1000); // 60 s without a query: the failure is old news
+    const json = board.toJSON();
+    assert.deepEqual(pick(json), ['idle', 'failing', failedAt, 60]);
+    assert.deepEqual(json.failing, [], 'nothing fails now that anyone has seen');
+    assert.deepEqual(pick(board.originsJSON()['http://crm:8080']), ['idle', 'failing', failedAt, 60]);
+    const route = (name) => board.originsJSON()['http://crm:8080'].routes.find((r) => r.route === name);
+    assert.deepEqual(pick(route('slow')), ['idle', 'failing', failedAt, 60]);
+    assert.equal(board.state, 'failing', 'the verdict (ged145_backend_up) is kept');
+    // Another subtype answers: reachable now, on that fresh evidence; the old lane stays idle.
+    quick.success();
+    assert.deepEqual(pick(board.toJSON()), ['reachable', 'failing', new Date(Date.now()).toISOString(), 0]);
+    assert.deepEqual([route('slow').state, route('quick').state, route('cust').state], ['idle', 'reachable', 'idle']);
+    // The old lane's next failure goes on from its run: failing now, at once.
+    slow.failure('timeout');
+    assert.deepEqual([board.toJSON().state, slow.consecutiveFailures], ['failing', 6]);
   });
 });
 

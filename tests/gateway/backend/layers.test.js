@@ -165,7 +165,9 @@ describe('backend layers, each alone', () => {
       figures.sent('http://a.test');
       figures.failed('http://a.test', hostError(REASON.TLS_ERROR, 'backend tls error', true, 'CERT_HAS_EXPIRED (http://a.test)'));
       const { 'http://a.test': a } = figures.toJSON({});
-      assert.deepEqual([a.requests, a.failures, a.byReason, a.lastError, a.state], [1, 1, { tls_error: 1 }, 'tls_error: CERT_HAS_EXPIRED (http://a.test)', 'reachable']);
+      // No health beside it (no query's outcome judged the origin): idle, not reachable.
+      assert.deepEqual([a.requests, a.failures, a.byReason, a.lastError, a.state, a.lastState], [1, 1, { tls_error: 1 }, 'tls_error: CERT_HAS_EXPIRED (http://a.test)',
+        'idle', 'reachable']);
     });
 
     it('a reload\'s book takes its predecessor\'s credentials over: the same object, its token requests through the new engine', async () => {

@@ -92,6 +92,18 @@ describe('gateway config: the files an operator names', () => {
   };
   const loadFile = (file, overrides = {}) => loadConfig({ file, env: {}, overrides: { 'backend.url': 'http://crm:8080', ...overrides } });
 
+  it('a mode\'s defaults (--embedded-backend: host 127.0.0.1) give way to the file, the environment and the flags', () => {
+    const defaults = { host: '127.0.0.1' };
+    const host = (file, env, overrides) => loadConfig({
+      file, env, overrides: { 'backend.url': 'http://crm:8080', ...overrides }, defaults,
+    }).host;
+    assert.equal(host(undefined, {}, {}), '127.0.0.1');
+    assert.equal(host(write('g.json', '{"host": "10.0.0.7"}'), {}, {}), '10.0.0.7');
+    assert.equal(host(undefined, { GED145_HOST: '0.0.0.0' }, {}), '0.0.0.0');
+    assert.equal(host(undefined, { GED145_HOST: '0.0.0.0' }, { host: '::1' }), '::1');
+    assert.equal(loadFile(write('g.json', '{}')).host, '0.0.0.0', 'without the mode, the schema\'s default');
+  });
+
   it('a JSON error says line and column', () => {
     assert.throws(() => loadFile(write('g.json', '{\n  "deadlineMs": 200,\n  "port" 5000\n}')), /is not valid JSON: line 3, column 10 \(key port\): a colon was expected after the key$/);
   });

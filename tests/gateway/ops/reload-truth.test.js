@@ -247,7 +247,8 @@ describe('reload: what it does and what it reports', function () {
       assert.deepEqual([health.backend.state, await up()], ['failing', 0], 'the same backend, still failing, on both');
       stack.gateway.reload(loadConfig({ env: {}, overrides: { ...overrides, 'backend.url': 'http://127.0.0.1:10' } }));
       const other = await json(stack.adminPort, 'health');
-      assert.deepEqual([other.backend.state, await up()], ['reachable', 1], 'another backend starts afresh, on both');
+      // Afresh: no query has judged it yet, so it is shown idle, and its verdict is the gauge's.
+      assert.deepEqual([other.backend.state, other.backend.lastState, await up()], ['idle', 'reachable', 1], 'another backend starts afresh, on both');
     } finally {
       c.close();
       await stack.stop();

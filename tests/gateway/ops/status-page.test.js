@@ -6,7 +6,7 @@
 // `ged145 gateway` and `ged145 rest-sim` as child processes, two router sessions (sides A and
 // B). The page loads with no script error, shows the sessions and the backend's state, updates
 // by itself, keeps its height, and asks nothing of any other host. With --workers 2 the primary
-// adds its workers' status up.
+// adds its workers' status up. A backend state whose evidence is old is shown idle, with its age.
 
 const assert = require('node:assert/strict');
 const http = require('node:http');
@@ -14,6 +14,7 @@ const { spawnCli } = require('../../helpers/spawn');
 const { WireClient } = require('../../helpers/wire');
 
 const { launchChromium } = require('../../helpers/chromium');
+const { steppableClock } = require('../../helpers/faketime');
 
 const getJson = (port, path) => new Promise((resolve, reject) => {
   http.get({ host: '127.0.0.1', port, path }, (res) => {
@@ -175,6 +176,59 @@ describe('the status page on the admin port', function () {
       await page.close();
     } finally {
       await s.stop();
+    }
+  });
+
+  it('a subtype that timed out and was not asked again is shown idle after a minute, with its last state and how old it is', async () => {
+    // A real backend too slow for the deadline (250 ms): every query to it times out.
+    const slow = http.createServer((req, res) => { setTimeout(() => res.end('{}'), 2000).unref(); });
+    await new Promise((r) => slow.listen(0, '127.0.0.1', r));
+    const clock = steppableClock(); // the gateway's wall clock, moved on below as a quiet spell would
+    const gw = spawnCli(['gateway', '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', `http://127.0.0.1:${slow.address().port}`,
+      '--ready-json'], { env: clock.env });
+    let c = null;
+    try {
+      const ready = await gw.ready();
+      c = await WireClient.connect(ready.port);
+      await c.open({ config: 'quiet lab' });
+      for (let id = 1; id <= 5; id++) c.query(id, { subtype: 'slow.lookup', clid: '5551000001' });
+      await c.waitForCount(5, 10_000);
+      const failing = (await getJson(ready.adminPort, '/status')).json.backend;
+      assert.deepEqual([failing.state, failing.lastState, failing.failing.length], ['failing', 'failing', 1], JSON.stringify(failing));
+      assert.ok(failing.evidenceAgeS < 60);
+      const page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
+      const problems = [];
+      page.on('pageerror', (e) => problems.push(e.message));
+      await page.goto(`http://127.0.0.1:${ready.adminPort}/`);
+      await page.waitForFunction(() => Number(document.body.dataset.updates || 0) >= 1, null, { timeout: 10_000 });
+      assert.match(await page.textContent('#backend'), /^failing since [\d:]+( [AP]M)? · last query \d+ s ago · last error: deadline/);
+
+      clock.step('+150s'); // two and a half minutes without a query
+      let idle = null;
+      for (let i = 0; i < 50 && (idle === null || idle.state !== 'idle'); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        idle = (await getJson(ready.adminPort, '/status')).json.backend;
+      }
+      assert.deepEqual([idle.state, idle.lastState, idle.lastQueryAt, idle.failing], ['idle', 'failing', failing.lastQueryAt, []], JSON.stringify(idle));
+      assert.ok(idle.evidenceAgeS >= 150, `evidence ${idle.evidenceAgeS} s old`);
+      const lane = Object.values(idle.origins)[0].routes.find((r) => r.route === 'slow.lookup');
+      assert.deepEqual([lane.state, lane.lastState], ['idle', 'failing']);
+      const shown = await page.waitForFunction(() => {
+        const text = document.getElementById('backend').textContent;
+        return text.startsWith('idle') ? text : null;
+      }, null, { timeout: 10_000 });
+      const at = await page.evaluate((iso) => new Date(iso).toLocaleTimeString(), failing.lastQueryAt);
+      assert.match(await shown.jsonValue(), new RegExp(`^idle: no queries since ${at} \\([23] min ago\\) · last seen failing`));
+      const tile = await page.evaluate(() => [...document.querySelectorAll('.tile')].find((t) => t.firstChild.textContent === 'backend').textContent);
+      assert.match(tile, /^backendidleno queries since /);
+      assert.deepEqual(problems, []);
+      await page.close();
+    } finally {
+      if (c !== null) c.close();
+      gw.kill('SIGTERM');
+      await gw.exited;
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
     }
   });
 

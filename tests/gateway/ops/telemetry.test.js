@@ -26,6 +26,7 @@ const fakeGateway = () => ({ metrics: { registry: new prom.Registry() }, resolve
 /** Publishes what the core publishes for one query with one backend request (docs/diagnostics.md's fields). */
 function publishQuery(gateway, {
   invokeId = 7, clid = '5551000001', outcome = 'ok', status = null, requestStatus = 200, attempts = 1,
+  template = '/customers/{clid}', path = `/customers/${clid}`,
 } = {}) {
   const ch = (name) => dc.channel(name);
   const session = { id: 3, peer: '127.0.0.1:5000', side: 'A' };
@@ -37,7 +38,7 @@ function publishQuery(gateway, {
   for (let attempt = 1; attempt <= attempts; attempt++) {
     const headers = {};
     const request = {
-      kind: 'query', route: 'cust', method: 'GET', origin: 'http://127.0.0.1:9', template: '/customers/{clid}', path: `/customers/${clid}`, attempt,
+      kind: 'query', route: 'cust', method: 'GET', origin: 'http://127.0.0.1:9', template, path, attempt,
       setHeader: (name, value) => { headers[name.toLowerCase()] = value; },
     };
     request.setHeader('traceparent', '00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01'); // one already there: replaced
@@ -196,7 +197,7 @@ describe('traces: spans from the diagnostics channels, on the wire to a real OTL
         'server.address': '127.0.0.1',
         'server.port': 9,
         'url.scheme': 'http',
-        'url.full': 'http://127.0.0.1:9/customers/{clid}',
+        'url.full': 'http://127.0.0.1:9/customers/REDACTED',
         'url.template': '/customers/{clid}',
         'ged145.backend.kind': 'query',
         'ged145.backend.route': 'cust',
@@ -242,6 +243,32 @@ describe('traces: spans from the diagnostics channels, on the wire to a real OTL
     const opted = spans.filter((s) => s.resource['service.name'] === 'opted-in');
     assert.equal(opted.find((s) => s.kind === 2).attributes['ged145.query.clid'], '5551000001');
     assert.equal(opted.find((s) => s.kind === 3).attributes['url.full'], 'http://127.0.0.1:9/customers/5551000001');
+  });
+
+  it('a secret written into a route\'s query string reaches no span, callerData or not: url.full is the URL sent, its values REDACTED', async () => {
+    const { gateway } = trace({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'default' });
+    const other = fakeGateway();
+    const opted = startTracing(loadConfig({ env: {} }), {
+      log: captureLogger(), env: { OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'opted-in' },
+    }).attach(other, { registry: other.metrics.registry });
+    opted.spans.callerData = true;
+    running.push(opted);
+    const url = {
+      template: '/customers/{clid}/calls?since=today&acct={vars.1}&api_key=k-9f2Secret&flag',
+      path: '/customers/5551000001/calls?since=today&acct=secret-var&api_key=k-9f2Secret&flag',
+    };
+    publishQuery(gateway, { invokeId: 11, ...url });
+    publishQuery(other, { invokeId: 12, ...url });
+    const spans = await receiver.waitForSpans((s) => s.filter((x) => x.kind === 3).length >= 2);
+    const client = (service) => spans.find((s) => s.kind === 3 && s.resource['service.name'] === service);
+    const template = '/customers/{clid}/calls?since=REDACTED&acct={vars.1}&api_key=REDACTED&REDACTED';
+    for (const service of ['default', 'opted-in']) {
+      assert.equal(client(service).name, `GET ${template}`);
+      assert.equal(client(service).attributes['url.template'], template);
+    }
+    assert.equal(client('default').attributes['url.full'], 'http://127.0.0.1:9/customers/REDACTED/calls?since=REDACTED&acct=REDACTED&api_key=REDACTED&REDACTED');
+    assert.equal(client('opted-in').attributes['url.full'], 'http://127.0.0.1:9/customers/5551000001/calls?since=REDACTED&acct=REDACTED&api_key=REDACTED&REDACTED');
+    assert.doesNotMatch(JSON.stringify(spans, (k, v) => (typeof v === 'bigint' ? String(v) : v)), /k-9f2Secret/);
   });
 
   it('counts only its own gateway\'s queries, and a token request (no query) of its own as a root span', async () => {

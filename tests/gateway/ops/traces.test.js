@@ -2,8 +2,9 @@
 
 // Traces end to end: a real gateway process given only the standard OTEL_* environment, a real
 // OTLP/HTTP receiver (tests/helpers/otlp-receiver.js), a backend on loopback that records the raw
-// headers of every request it gets (an OAuth2 token endpoint and a customer lookup), and queries
-// carrying caller data over a real GED-145 session.
+// headers of every request it gets (an OAuth2 token endpoint and a customer lookup whose route
+// carries an API key in its query string), and queries carrying caller data over a real GED-145
+// session.
 
 const assert = require('node:assert/strict');
 const http = require('node:http');
@@ -22,6 +23,8 @@ const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Callers: 5551000NNN known, 5559000NNN unknown (404), 5553000NNN the API fails (503). */
 const clidOf = (id) => `555${[1, 1, 1, 9, 3][id % 5]}000${String(id).padStart(3, '0')}`;
 const accountOf = (id) => `acct-${id}-x7q`;
+/** Written into the route's URL by the operator: the API's key, never to be exported. */
+const API_KEY = 'k-4Xq9Z7secret';
 
 /** The backend: POST /oauth/token, GET /customers/{clid}; every request's raw headers kept. */
 async function startBackend() {
@@ -69,7 +72,7 @@ function configFor(base) {
       },
     },
     routes: {
-      cust: { method: 'GET', url: `${base}/customers/{clid}?acct={vars.3}`, response: { 'vars.1': 'customer.tier' } },
+      cust: { method: 'GET', url: `${base}/customers/{clid}?acct={vars.3}&api_key=${API_KEY}`, response: { 'vars.1': 'customer.tier' } },
     },
     log: { level: 'debug' },
   };
@@ -168,9 +171,11 @@ describe('traces end to end: a gateway process with only OTEL_* set, a real OTLP
       // Each lookup's span sits under its query's span; the token request is a trace of its own.
       const queries = spans.filter((s) => s.name === 'ged145 query cust');
       assert.deepEqual(queries.map((s) => s.attributes['ged145.query.invoke_id']).sort((a, b) => a - b), ids);
-      const lookups = spans.filter((s) => s.name === 'GET /customers/{clid}?acct={vars.3}');
+      const lookups = spans.filter((s) => s.name === 'GET /customers/{clid}?acct={vars.3}&api_key=REDACTED');
       assert.equal(lookups.length, ids.length);
       for (const l of lookups) {
+        assert.equal(l.attributes['url.full'], `${backend.base}/customers/REDACTED?acct=REDACTED&api_key=REDACTED`);
+        assert.equal(l.attributes['url.template'], '/customers/{clid}?acct={vars.3}&api_key=REDACTED');
         const q = byId.get(l.parentSpanId);
         assert.ok(q && q.name === 'ged145 query cust' && q.traceId === l.traceId, 'a lookup span has its query span as parent');
         const id = q.attributes['ged145.query.invoke_id'];
@@ -193,6 +198,9 @@ describe('traces end to end: a gateway process with only OTEL_* set, a real OTLP
         assert.ok(!exported.includes(accountOf(id)), `VAR ${accountOf(id)} exported`);
       }
       assert.ok(!exported.includes('8005550123'), 'the DN was exported');
+      // The API key went to the backend with every lookup, and into no span.
+      assert.equal(backend.seen.filter((r) => r.path.endsWith(`&api_key=${API_KEY}`)).length, ids.length);
+      assert.ok(!exported.includes(API_KEY), 'the API key in the route\'s query string was exported');
       // The query's log lines carry its trace id: a failed backend call's debug line, here.
       const failed = queries.find((q) => clidOf(q.attributes['ged145.query.invoke_id'])[3] === '3' && !late.has(q.attributes['ged145.query.invoke_id']));
       assert.match(g.gw.out + g.gw.err, new RegExp(`backend failed.*trace_id=${failed.traceId}`));
