@@ -11,7 +11,9 @@ const { openGateway } = require('../index');
 const { compile } = require('../config');
 const { createLogger, closeLogger } = require('../../lib/logger');
 const { guardProcess } = require('./process-guard');
-const { ASK, READY, ANSWER } = require('./ipc');
+const {
+  ASK, READY, ANSWER, FIGURES,
+} = require('./ipc');
 
 /** A hash of what the entry files of the settings' handler modules hold now (what they require is not looked at). */
 function handlerFiles(settings) {
@@ -108,6 +110,7 @@ const QUESTIONS = {
   health: (w) => ({ pid: process.pid, backend: w.gateway.resolver.toJSON() }),
   status: (w) => w.opened.status(),
   reports: (w) => w.opened.reports.toJSON(),
+  figures: (w) => w.figures(),
   sessions: (w) => w.gateway.toJSON().map((s) => ({ ...s, pid: process.pid })),
   shutdown: (w) => { w.stop('primary asked'); },
   prepare: (w, msg) => w.reloads.prepare(msg),
@@ -118,7 +121,7 @@ const QUESTIONS = {
 
 /** The worker process: its gateway, its reloads, and the table it answers the primary from. */
 class Worker {
-  constructor(opened, log, generation, { send = (m) => process.send(m), exit = (code) => process.exit(code) } = {}) {
+  constructor(opened, log, generation, { send = (m, done) => process.send(m, done), exit = (code) => process.exit(code) } = {}) {
     const { gateway, close } = opened;
     this.opened = opened; // its metrics and status too (ops/attach.js)
     this.gateway = gateway;
@@ -137,10 +140,35 @@ class Worker {
     if (msg.id !== 0 && data !== undefined) this.send({ type: ANSWER, id: msg.id, data });
   }
 
+  /** What the primary keeps of this worker: its metrics and its reports, the objectives' counts by minute included. */
+  async figures() {
+    return { metrics: await this.opened.metrics.registry.getMetricsAsJSON(), reports: this.opened.reports.export() };
+  }
+
+  /**
+   * The figures once the gateway has drained, sent before the worker exits, so that the primary
+   * keeps every query this worker counted; resolves once they are written to the channel (or the
+   * primary is gone).
+   */
+  async handOver() {
+    const msg = { type: FIGURES, ...await this.figures() };
+    return new Promise((resolve) => {
+      try {
+        this.send(msg, () => resolve());
+      } catch {
+        resolve(); // the primary is gone: nobody to keep them
+      }
+    });
+  }
+
   /** The log file keeps the last lines (the stop, the connection summaries written at it). */
   stop(reason) {
     if (this.stopping === null) {
-      this.stopping = this.close(reason).then(() => closeLogger(this.log)).then(() => this.exit(0));
+      this.stopping = this.close(reason)
+        .then(() => this.handOver())
+        .catch((err) => this.log.warn(`the last figures could not be handed to the primary: ${err.message}`))
+        .then(() => closeLogger(this.log))
+        .then(() => this.exit(0));
     }
     return this.stopping;
   }

@@ -5,7 +5,8 @@
 // answers.
 //
 // Worker -> primary: READY {port, generation, version} (its GED-145 listener is up), FAILED
-// {message} (it could not start; it exits next), ANSWER {id, data}. Primary -> worker: ASK
+// {message} (it could not start; it exits next), ANSWER {id, data}, FIGURES {metrics, reports}
+// (its last figures, once its gateway has drained, before it exits). Primary -> worker: ASK
 // {what, id, ...}; id 0 wants no answer. The `what`s a worker answers are its handler table
 // (QUESTIONS in cluster-worker.js).
 
@@ -13,6 +14,7 @@ const ASK = 'ged145:ask';
 const READY = 'ged145:ready';
 const ANSWER = 'ged145:answer';
 const FAILED = 'ged145:failed';
+const FIGURES = 'ged145:figures';
 const ASK_TIMEOUT_MS = 2000;
 
 /** The primary's questions to its workers, each waiting for the ANSWER with its id, or its timeout. */
@@ -62,5 +64,5 @@ class Questions {
 }
 
 module.exports = {
-  ASK, READY, ANSWER, FAILED, ASK_TIMEOUT_MS, Questions,
+  ASK, READY, ANSWER, FAILED, FIGURES, ASK_TIMEOUT_MS, Questions,
 };
