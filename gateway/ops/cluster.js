@@ -8,8 +8,10 @@
 //
 // One gateway, not N: every worker runs one configuration generation. A reload is prepared by
 // every worker that is up and then applied by all of them, or by none, and reported as it went
-// (gateway/ops/generations.js); a worker that was still starting (its warm-up), or that is started
-// later, gets the running configuration when it says it is ready; settings that need a restart
+// (gateway/ops/generations.js). Handler modules are read once, by the primary: every worker
+// compiles the text it sends, never the file, so that a file rewritten during a reload cannot
+// split the workers; a worker that was still starting (its warm-up), or that is started
+// later, gets the running configuration (handler text included) when it starts and is ready; settings that need a restart
 // (config/restart.js: the wire numbering among them) stay as the gateway started, in a new
 // worker too. A worker that does not answer the primary within ASK_TIMEOUT_MS is named on /health
 // (status "degraded") and /status, and /metrics answers without it (ops/cluster-metrics.js).
@@ -39,7 +41,7 @@ const { Generations } = require('./generations');
 const { Runtime } = require('./runtime');
 const { WorkerFigures } = require('./cluster-figures');
 const {
-  READY, ANSWER, FAILED, FIGURES, ASK_TIMEOUT_MS, Questions,
+  START, READY, ANSWER, FAILED, FIGURES, ASK_TIMEOUT_MS, Questions, handlerSources,
 } = require('./ipc');
 const { RecentLines, ProcessStatus, mergeStatus } = require('./status');
 const { createLogger, applyLogSettings } = require('../../lib/logger');
@@ -70,8 +72,10 @@ class ClusterPrimary extends Runtime {
     this.figures = new WorkerFigures({ ask: (w, what) => this.questions.ask(w, what), log: this.log, settings: json(config) });
     this.startSettings = json(config); // the validated settings, as plain JSON: what a worker compiles
     this.running = config; // the settings in force (a rolling restart's drain bound reads them)
-    // The generation: how many reloads the running settings are (gateway/ops/generations.js).
-    this.env = { GED145_WORKER_CONFIG: JSON.stringify(config), GED145_WORKER_GENERATION: '0' };
+    // What a worker started now compiles (START): the running generation (how many reloads the
+    // running settings are, gateway/ops/generations.js), its settings, and its handler modules' text.
+    this.generationStart = { settings: json(config), generation: 0, sources: handlerSources(config) };
+    this.env = {};
     // Socket activation: the primary holds the service manager's socket; a worker listening on its
     // fd number gets a share of it through node:cluster, as with a port.
     if (listenFd !== null) this.env.GED145_LISTEN_FD = String(listenFd);
@@ -80,7 +84,8 @@ class ClusterPrimary extends Runtime {
       tell: (w, what, payload) => this.questions.tell(w, what, payload),
       log: this.log,
       settings: json(config),
-      onCommit: (settings, generation) => this.committed(settings, generation),
+      sources: this.generationStart.sources,
+      onCommit: (settings, generation, sources) => this.committed(settings, generation, sources),
     });
     this.startedAt = new Map(); // worker id -> when it was forked
     this.reasons = new Map(); // worker id -> the reason it sent before exiting
@@ -133,6 +138,7 @@ class ClusterPrimary extends Runtime {
 
   fork() {
     const worker = cluster.fork(this.env);
+    worker.send({ type: START, ...this.generationStart }); // the first message it reads (gateway/ops/worker.js)
     this.startedAt.set(worker.id, Date.now());
     // cluster's primary writes to a worker over IPC on its own (a failed shared listen goes to every
     // waiting worker); when that worker was already gone the write fails with EPIPE and, with no
@@ -185,12 +191,11 @@ class ClusterPrimary extends Runtime {
     }, delay);
   }
 
-  /** A generation is in force: a worker started from now on starts with it. */
-  committed(settings, generation) {
+  /** A generation is in force: a worker started from now on starts with it, its handler code included. */
+  committed(settings, generation, sources) {
     this.running = settings;
     this.figures.configure(settings);
-    this.env.GED145_WORKER_CONFIG = JSON.stringify(settings);
-    this.env.GED145_WORKER_GENERATION = String(generation);
+    this.generationStart = { settings, generation, sources };
   }
 
   /** Asks every worker; resolves [{worker, data}], data undefined for one that did not answer within ASK_TIMEOUT_MS. */
@@ -217,7 +222,7 @@ class ClusterPrimary extends Runtime {
     const settings = json(next);
     const restartNeeded = holdRestartSettings(this.startSettings, settings);
     this.log.info(`reload: generation ${this.generations.generation + 1} sent to ${this.generations.size} workers`);
-    const outcome = await this.generations.reload(settings, restartNeeded);
+    const outcome = await this.generations.reload(settings, restartNeeded, handlerSources(next));
     if (outcome.ok) applyLogSettings(this.log, settings.log);
     return outcome;
   }
