@@ -161,10 +161,11 @@ function compileAvailability(c, checked, backend) {
  * compiled (handler modules loaded), availability complete, the files and environment the backend
  * and the listener need read, the allowlist as a filter, the DES key read. checked: what the
  * validation compiled already (validate()), taken as it is; a cluster worker, handed settings
- * the primary validated, has none and compiles those parts here.
+ * the primary validated, has none and compiles those parts here. sources: {file: text} of handler
+ * modules, compiled instead of their files (a cluster worker compiles what the primary read).
  */
 function compile(settings, {
-  baseDir, env, fresh = false, configFile = settings.configFile ?? null, checked = null,
+  baseDir, env, fresh = false, configFile = settings.configFile ?? null, checked = null, sources = null,
 }) {
   const c = settings;
   const pre = checked || { allowlist: compileAllowlist(c.allowlist), cache: compileCache(c.cache), breaker: compileBreaker(c.breaker) };
@@ -190,7 +191,7 @@ function compile(settings, {
   const compiledRoutes = new Map();
   for (const [subtype, route] of Object.entries(c.routes)) {
     const compiled = attempt(() => compileRoute(route, {
-      baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh, backend: c.backend,
+      baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh, backend: c.backend, sources,
     }), `routes.${subtype}`);
     if (compiled !== null) compiledRoutes.set(subtype, compiled);
   }

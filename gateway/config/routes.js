@@ -7,6 +7,7 @@
 // template in body.js); backend/request.js fills them in for each query. Each route's cache keys
 // start with its fingerprint (fingerprint.js), computed here, once.
 
+const fs = require('node:fs');
 const path = require('node:path');
 const Module = require('node:module');
 const { ConfigError } = require('../../lib/errors');
@@ -47,11 +48,13 @@ function withScope(compiled, route, backend, files) {
  * availability: the top level's, complete (config/index.js compileAvailability); auth: the top
  * level's compiled backend.auth (a route without its own uses it, on backend.url's origins or with
  * backendCredentials: backend/scope.js); env: for ${NAME} in headers and secrets; fresh: load a
- * handler module anew (a reload); backend: the config's backend section as written (what the
- * route's cache fingerprint takes of it).
+ * handler module anew (a reload); sources: {file: text}, the handler modules' text to compile
+ * instead of reading their files (what a cluster's primary read, so that every worker runs the
+ * same code); backend: the config's backend section as written (what the route's cache
+ * fingerprint takes of it).
  */
 function compileRoute(route, {
-  baseDir, deadlineMs, availability, auth = null, env = process.env, fresh = false, backend = {},
+  baseDir, deadlineMs, availability, auth = null, env = process.env, fresh = false, backend = {}, sources = null,
 }) {
   // A route may answer sooner than the query deadline, never later.
   const timeoutMs = route.timeoutMs === undefined ? deadlineMs : route.timeoutMs;
@@ -77,9 +80,10 @@ function compileRoute(route, {
   if (route.module !== undefined) {
     const file = path.resolve(baseDir, route.module);
     let handler;
+    let source;
     try {
-      if (fresh) forget(file);
-      handler = loadHandler(file);
+      if (fresh || sources !== null) forget(file);
+      ({ handler, source } = loadHandler(file, sources !== null && Object.hasOwn(sources, file) ? sources[file] : null));
     } catch (err) {
       // One line: Node's MODULE_NOT_FOUND message goes on with a "Require stack:" list.
       throw new ConfigError(`cannot load module ${file}: ${String(err.message).split('\n')[0]}`, { cause: err });
@@ -92,6 +96,7 @@ function compileRoute(route, {
       kind: ROUTE_KIND.MODULE,
       handle: typeof handler === 'function' ? handler : handler.handle.bind(handler),
       file,
+      source, // the text its entry file was compiled from: what a cluster's workers are sent
       files, // the handler's own files: its errors' stacks name them (backend/user-code.js)
       ...common,
       ...settings,
@@ -125,12 +130,32 @@ function compileRoute(route, {
 }
 
 /**
- * A handler module, loaded through a require of its own: its parent is a module object that only
- * this call holds, so that no module of the gateway's keeps the handler in its `children` and a
- * reload's old copy is collected once its queries are over.
+ * A handler module, {handler, source}: its entry file's text, read once (or given: text), compiled
+ * as require would compile it, so that the code that runs is the text kept beside it, even when the
+ * file is rewritten meanwhile. One already loaded (not forgotten) is taken as it is. Its parent is
+ * no module of the gateway's, so that none keeps the handler in its `children` and a reload's old
+ * copy is collected once its queries are over.
  */
-function loadHandler(file) {
-  return Module.createRequire(file)(file);
+function loadHandler(file, text = null) {
+  const id = require.resolve(file);
+  const cached = require.cache[id];
+  if (cached !== undefined && text === null) return { handler: cached.exports, source: fs.readFileSync(id, 'utf8') };
+  const source = text === null ? fs.readFileSync(id, 'utf8') : text;
+  if (path.extname(id) !== '.js' && path.extname(id) !== '.cjs') {
+    return { handler: Module.createRequire(id)(id), source }; // .json, a native addon: as require loads them
+  }
+  const m = new Module(id, null);
+  m.filename = id;
+  m.paths = Module._nodeModulePaths(path.dirname(id));
+  require.cache[id] = m;
+  try {
+    m._compile(source.charCodeAt(0) === 0xFEFF ? source.slice(1) : source, id); // a BOM, as require drops it
+  } catch (err) {
+    delete require.cache[id];
+    throw err;
+  }
+  m.loaded = true;
+  return { handler: m.exports, source };
 }
 
 const OWN = path.resolve(__dirname, '..', '..');

@@ -4,29 +4,13 @@
 // sequence as one process (openGateway, gateway/index.js), without an admin port of its own; it
 // answers the primary's questions (gateway/ops/ipc.js) through one handler table, QUESTIONS.
 
-const crypto = require('node:crypto');
-const fs = require('node:fs');
-const path = require('node:path');
 const { openGateway } = require('../index');
 const { compile } = require('../config');
 const { createLogger, closeLogger } = require('../../lib/logger');
 const { guardProcess } = require('./process-guard');
-const { ASK, READY, ANSWER } = require('./ipc');
-
-/** A hash of what the entry files of the settings' handler modules hold now (what they require is not looked at). */
-function handlerFiles(settings) {
-  const hash = crypto.createHash('sha256');
-  for (const route of Object.values(settings.routes || {})) {
-    if (typeof route.module !== 'string') continue;
-    try {
-      hash.update(fs.readFileSync(path.resolve(settings.baseDir, route.module)));
-    } catch (err) {
-      hash.update(`unreadable: ${err.code}`);
-    }
-    hash.update('\0');
-  }
-  return hash.digest('hex');
-}
+const {
+  ASK, READY, ANSWER, FIGURES, handlerSources, sourcesPrint,
+} = require('./ipc');
 
 /** A worker's side of a reload: the generation it runs, and the one it has compiled and keeps aside. */
 class WorkerReloads {
@@ -37,30 +21,30 @@ class WorkerReloads {
     this.prepared = null; // {generation, config}
   }
 
+  /** A generation's settings compiled, its handler modules from the text the primary read (msg.sources). */
   compile(msg) {
-    return compile(msg.settings, { baseDir: msg.settings.baseDir, env: process.env, fresh: true });
+    return compile(msg.settings, {
+      baseDir: msg.settings.baseDir, env: process.env, fresh: true, sources: msg.sources || {},
+    });
   }
 
-  /** A prepare that fails is asked again by the primary, which says how the reload ends: a warning here. */
+  /** A prepare that fails fails the reload, which the primary reports with this reason: a warning here. */
   refused(msg, err, level = 'error') {
     this.log[level](`reload refused (generation ${msg.generation}), generation ${this.generation} stays in force here: ${err.message}`);
     return { ok: false, error: err.message };
   }
 
   /**
-   * Compiles a generation's settings (handler modules read afresh) and keeps them until commit or
-   * abort; answers with a hash of the handler files, read before and after they were loaded, so
-   * that the primary knows every worker loaded the same ones (gateway/ops/generations.js).
+   * Compiles a generation's settings and keeps them until commit or abort; answers with a hash of
+   * the handler code it compiled, so that the primary knows every worker will run the code it
+   * read (gateway/ops/generations.js).
    */
   prepare(msg) {
     this.prepared = null;
     try {
-      const before = handlerFiles(msg.settings);
       const config = this.compile(msg);
-      const handlers = handlerFiles(msg.settings);
-      if (handlers !== before) throw new Error('a handler file changed while it was loaded (was it being written?)');
       this.prepared = { generation: msg.generation, config };
-      return { ok: true, handlers };
+      return { ok: true, handlers: sourcesPrint(handlerSources(config)) };
     } catch (err) {
       return this.refused(msg, err, 'warn');
     }
@@ -108,6 +92,7 @@ const QUESTIONS = {
   health: (w) => ({ pid: process.pid, backend: w.gateway.resolver.toJSON() }),
   status: (w) => w.opened.status(),
   reports: (w) => w.opened.reports.toJSON(),
+  figures: (w) => w.figures(),
   sessions: (w) => w.gateway.toJSON().map((s) => ({ ...s, pid: process.pid })),
   shutdown: (w) => { w.stop('primary asked'); },
   prepare: (w, msg) => w.reloads.prepare(msg),
@@ -118,7 +103,7 @@ const QUESTIONS = {
 
 /** The worker process: its gateway, its reloads, and the table it answers the primary from. */
 class Worker {
-  constructor(opened, log, generation, { send = (m) => process.send(m), exit = (code) => process.exit(code) } = {}) {
+  constructor(opened, log, generation, { send = (m, done) => process.send(m, done), exit = (code) => process.exit(code) } = {}) {
     const { gateway, close } = opened;
     this.opened = opened; // its metrics and status too (ops/attach.js)
     this.gateway = gateway;
@@ -137,10 +122,35 @@ class Worker {
     if (msg.id !== 0 && data !== undefined) this.send({ type: ANSWER, id: msg.id, data });
   }
 
+  /** What the primary keeps of this worker: its metrics and its reports, the objectives' counts by minute included. */
+  async figures() {
+    return { metrics: await this.opened.metrics.registry.getMetricsAsJSON(), reports: this.opened.reports.export() };
+  }
+
+  /**
+   * The figures once the gateway has drained, sent before the worker exits, so that the primary
+   * keeps every query this worker counted; resolves once they are written to the channel (or the
+   * primary is gone).
+   */
+  async handOver() {
+    const msg = { type: FIGURES, ...await this.figures() };
+    return new Promise((resolve) => {
+      try {
+        this.send(msg, () => resolve());
+      } catch {
+        resolve(); // the primary is gone: nobody to keep them
+      }
+    });
+  }
+
   /** The log file keeps the last lines (the stop, the connection summaries written at it). */
   stop(reason) {
     if (this.stopping === null) {
-      this.stopping = this.close(reason).then(() => closeLogger(this.log)).then(() => this.exit(0));
+      this.stopping = this.close(reason)
+        .then(() => this.handOver())
+        .catch((err) => this.log.warn(`the last figures could not be handed to the primary: ${err.message}`))
+        .then(() => closeLogger(this.log))
+        .then(() => this.exit(0));
     }
     return this.stopping;
   }

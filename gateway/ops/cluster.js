@@ -8,8 +8,10 @@
 //
 // One gateway, not N: every worker runs one configuration generation. A reload is prepared by
 // every worker that is up and then applied by all of them, or by none, and reported as it went
-// (gateway/ops/generations.js); a worker that was still starting (its warm-up), or that is started
-// later, gets the running configuration when it says it is ready; settings that need a restart
+// (gateway/ops/generations.js). Handler modules are read once, by the primary: every worker
+// compiles the text it sends, never the file, so that a file rewritten during a reload cannot
+// split the workers; a worker that was still starting (its warm-up), or that is started
+// later, gets the running configuration (handler text included) when it starts and is ready; settings that need a restart
 // (config/restart.js: the wire numbering among them) stay as the gateway started, in a new
 // worker too. A worker that does not answer the primary within ASK_TIMEOUT_MS is named on /health
 // (status "degraded") and /status, and /metrics answers without it (ops/cluster-metrics.js).
@@ -21,6 +23,12 @@
 // at once to the same port and lands on a worker that is up. A new worker that fails to start
 // stops the rolling restart; the old workers keep serving.
 //
+// The figures (metrics, half hours, objectives) of a worker that leaves stay in the sums: a worker
+// that drains (a rolling restart, SIGTERM, the primary's shutdown) hands its last ones over before
+// it exits (FIGURES); the primary also pulls every worker's every 5 s, so that one that is killed
+// or crashes loses at most what it counted in that time, counted in ged145_worker_figures_lost_total
+// (gateway/ops/cluster-figures.js).
+//
 // A worker that fails while the gateway starts (a port in use, a certificate that does not load)
 // fails the start: the primary stops the others and exits 1 with the worker's reason, once. A
 // worker that dies later is started again at once, or, when workers keep dying young (within
@@ -31,12 +39,11 @@ const { Registry } = require('prom-client');
 const { holdRestartSettings } = require('../config/restart');
 const { Generations } = require('./generations');
 const { Runtime } = require('./runtime');
-const { SummedMetrics } = require('./cluster-metrics');
+const { WorkerFigures } = require('./cluster-figures');
 const {
-  READY, ANSWER, FAILED, ASK_TIMEOUT_MS, Questions,
+  START, READY, ANSWER, FAILED, FIGURES, ASK_TIMEOUT_MS, Questions, handlerSources,
 } = require('./ipc');
 const { RecentLines, ProcessStatus, mergeStatus } = require('./status');
-const { WorkerReports } = require('./reports');
 const { createLogger, applyLogSettings } = require('../../lib/logger');
 const { OperatorError } = require('../../lib/errors');
 
@@ -52,6 +59,7 @@ const FROM_WORKER = {
   [READY]: (p, worker, msg) => p.workerReady(worker, msg),
   [ANSWER]: (p, worker, msg) => p.questions.answered(worker, msg),
   [FAILED]: (p, worker, msg) => { p.reasons.set(worker.id, msg.message); },
+  [FIGURES]: (p, worker, msg) => p.figures.handedOver(worker, msg),
 };
 
 class ClusterPrimary extends Runtime {
@@ -60,12 +68,14 @@ class ClusterPrimary extends Runtime {
     this.port = config.port;
     this.questions = new Questions();
     this.silent = new Set(); // pids of workers that did not answer the last question, for the log
-    this.summed = new SummedMetrics();
-    this.reportsSum = new WorkerReports(); // the workers' half-hour views and objectives, those of exited ones kept
+    // The workers' metrics, half-hour views and objectives summed, those of workers that left kept.
+    this.figures = new WorkerFigures({ ask: (w, what) => this.questions.ask(w, what), log: this.log, settings: json(config) });
     this.startSettings = json(config); // the validated settings, as plain JSON: what a worker compiles
     this.running = config; // the settings in force (a rolling restart's drain bound reads them)
-    // The generation: how many reloads the running settings are (gateway/ops/generations.js).
-    this.env = { GED145_WORKER_CONFIG: JSON.stringify(config), GED145_WORKER_GENERATION: '0' };
+    // What a worker started now compiles (START): the running generation (how many reloads the
+    // running settings are, gateway/ops/generations.js), its settings, and its handler modules' text.
+    this.generationStart = { settings: json(config), generation: 0, sources: handlerSources(config) };
+    this.env = {};
     // Socket activation: the primary holds the service manager's socket; a worker listening on its
     // fd number gets a share of it through node:cluster, as with a port.
     if (listenFd !== null) this.env.GED145_LISTEN_FD = String(listenFd);
@@ -74,7 +84,8 @@ class ClusterPrimary extends Runtime {
       tell: (w, what, payload) => this.questions.tell(w, what, payload),
       log: this.log,
       settings: json(config),
-      onCommit: (settings, generation) => this.committed(settings, generation),
+      sources: this.generationStart.sources,
+      onCommit: (settings, generation, sources) => this.committed(settings, generation, sources),
     });
     this.startedAt = new Map(); // worker id -> when it was forked
     this.reasons = new Map(); // worker id -> the reason it sent before exiting
@@ -117,6 +128,7 @@ class ClusterPrimary extends Runtime {
     this.log.info(`${this.config.workers} workers listening for ICM routers on ${this.config.host}:${this.port}`);
     this.log.add(this.recent);
     this.processStatus = new ProcessStatus();
+    this.figures.start(() => Object.values(cluster.workers));
   }
 
   unlisten() {
@@ -126,6 +138,7 @@ class ClusterPrimary extends Runtime {
 
   fork() {
     const worker = cluster.fork(this.env);
+    worker.send({ type: START, ...this.generationStart }); // the first message it reads (gateway/ops/worker.js)
     this.startedAt.set(worker.id, Date.now());
     // cluster's primary writes to a worker over IPC on its own (a failed shared listen goes to every
     // waiting worker); when that worker was already gone the write fails with EPIPE and, with no
@@ -139,6 +152,7 @@ class ClusterPrimary extends Runtime {
   /** READY: a worker's GED-145 listener is up (cluster's own 'listening' would fire for any server a worker opens). */
   workerReady(worker, msg) {
     this.generations.up(worker, msg.generation);
+    this.figures.up(worker);
     this.port = msg.port; // with port 0 the workers share one port the primary picked
     const trial = this.trials.get(worker.id);
     if (trial !== undefined) trial.resolve(msg.version);
@@ -147,8 +161,7 @@ class ClusterPrimary extends Runtime {
 
   workerExited(worker, code, signal) {
     this.generations.exited(worker);
-    this.summed.retire(worker).catch((err) => this.log.warn(`worker ${worker.process.pid}: its last metrics could not be kept: ${err.message}`));
-    this.reportsSum.exited(worker);
+    this.figures.exited(worker, { quiet: this.draining });
     this.silent.delete(worker.process.pid);
     const reason = this.reasons.get(worker.id) || `exited (${signal || code})`;
     const lived = Date.now() - (this.startedAt.get(worker.id) || 0);
@@ -178,11 +191,11 @@ class ClusterPrimary extends Runtime {
     }, delay);
   }
 
-  /** A generation is in force: a worker started from now on starts with it. */
-  committed(settings, generation) {
+  /** A generation is in force: a worker started from now on starts with it, its handler code included. */
+  committed(settings, generation, sources) {
     this.running = settings;
-    this.env.GED145_WORKER_CONFIG = JSON.stringify(settings);
-    this.env.GED145_WORKER_GENERATION = String(generation);
+    this.figures.configure(settings);
+    this.generationStart = { settings, generation, sources };
   }
 
   /** Asks every worker; resolves [{worker, data}], data undefined for one that did not answer within ASK_TIMEOUT_MS. */
@@ -209,7 +222,7 @@ class ClusterPrimary extends Runtime {
     const settings = json(next);
     const restartNeeded = holdRestartSettings(this.startSettings, settings);
     this.log.info(`reload: generation ${this.generations.generation + 1} sent to ${this.generations.size} workers`);
-    const outcome = await this.generations.reload(settings, restartNeeded);
+    const outcome = await this.generations.reload(settings, restartNeeded, handlerSources(next));
     if (outcome.ok) applyLogSettings(this.log, settings.log);
     return outcome;
   }
@@ -279,11 +292,11 @@ class ClusterPrimary extends Runtime {
     for (const a of answers) if (a.data === undefined) merged.processes.push({ role: 'gateway', ...noAnswer(a.worker) });
     const byPid = this.generationsByPid();
     for (const p of merged.processes) if (byPid.has(p.pid)) p.generation = byPid.get(p.pid);
-    return { ...merged, ...this.reportsSum.merge(answers) };
+    return { ...merged, ...this.figures.reports.merge(answers) };
   }
 
   async reports() {
-    return this.reportsSum.merge(await this.askAll('reports'));
+    return this.figures.reports.merge(await this.askAll('reports'));
   }
 
   generationsByPid() {
@@ -306,7 +319,7 @@ class ClusterPrimary extends Runtime {
   }
 
   async metrics() {
-    return this.summed.text(await this.askAll('metrics'));
+    return this.figures.metrics.text(await this.askAll('metrics'));
   }
 
   get contentType() {
@@ -317,6 +330,7 @@ class ClusterPrimary extends Runtime {
   async close() {
     this.draining = true;
     this.generations.close();
+    this.figures.stop();
     for (const trial of this.trials.values()) trial.reject(new Error('the gateway is stopping'));
     if (this.restartTimer !== null) clearTimeout(this.restartTimer);
     const exits = Object.values(cluster.workers).map((w) => new Promise((r) => w.once('exit', r)));

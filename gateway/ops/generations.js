@@ -4,15 +4,14 @@
 // configuration generation each worker runs, and a reload that is reported as it went.
 //
 // A reload is two phases, so that the workers never split over it:
-//   prepare  every worker that is up compiles the new settings (handler modules read from disk
-//            afresh) and keeps them aside; it answers ok with a hash of the handler files it
-//            read, or why not. When one refuses, or their hashes differ, all of them are asked
-//            again after PREPARE_RETRIES_MS: a handler file that an editor or a deploy was still
-//            writing when the SIGHUP came (the primary read it whole, a worker read it
-//            half-written, another the old one) is whole by then, and all read the same.
-//   commit   once every worker has prepared, each applies what it prepared; the generation goes up.
-//            If one still refuses, every worker drops what it prepared and keeps the running
-//            generation: the reload is reported failed, naming the worker and its reason.
+//   prepare  every worker that is up compiles the new settings and the handler modules' text the
+//            primary read once (never the files: one rewritten during the reload cannot give two
+//            workers two versions), keeps them aside, and answers ok with a hash of the code it
+//            compiled, or why not.
+//   commit   once every worker has prepared the primary's code, each applies what it prepared; the
+//            generation goes up. If one refuses (or compiled other code, or does not answer),
+//            every worker drops what it prepared and keeps the running generation: the reload is
+//            reported refused, naming the worker and its reason.
 // The reload's outcome is `ok` only when every worker confirmed the new generation. A worker that
 // starts later (a crash, a rolling restart), or did not confirm, is brought to the running
 // generation when it is up (catchUp), and asked again with a growing delay while it refuses;
@@ -20,25 +19,27 @@
 
 const PREPARE_TIMEOUT_MS = 10_000;
 const COMMIT_TIMEOUT_MS = 2000;
-const PREPARE_RETRIES_MS = Object.freeze([250, 1000]);
 const CATCH_UP_RETRY_MS = Object.freeze([1000, 2000, 5000, 10_000, 30_000]);
 
 const sleep = (ms) => new Promise((r) => { setTimeout(r, ms).unref(); });
+const { sourcesPrint } = require('./ipc');
 
 class Generations {
   /**
    * ask(worker, what, payload, timeoutMs): a promise of the worker's answer, undefined when it did
    * not answer in time; tell(worker, what, payload): a message that wants no answer.
-   * onCommit(settings, generation): a generation is in force (what a worker started now gets).
+   * onCommit(settings, generation, sources): a generation is in force (what a worker started now
+   * gets); sources: the running generation's handler modules' text, {file: text}.
    */
   constructor({
-    ask, tell, log, onCommit, settings,
+    ask, tell, log, onCommit, settings, sources = {},
   }) {
     this.ask = ask;
     this.tell = tell;
     this.log = log;
     this.onCommit = onCommit;
     this.settings = settings; // the running generation's settings, as JSON
+    this.sources = sources; // and its handler modules' text
     this.generation = 0;
     this.workers = new Map(); // worker -> {pid, generation, up, error, catchingUp}
     this.queue = Promise.resolve(); // one reload at a time, in the order the signals came
@@ -62,17 +63,21 @@ class Generations {
     return this.workers.size;
   }
 
-  /** Resolves with how it went ({at, ok, generation, restartNeeded | error}) once the reload of `settings` (validated by the primary) is over. */
-  reload(settings, restartNeeded) {
-    const run = this.queue.then(() => this.run(settings, restartNeeded));
+  /**
+   * Resolves with how it went ({at, ok, generation, handlers, restartNeeded | error}) once the
+   * reload of `settings` (validated by the primary), with the handler text it read, is over.
+   */
+  reload(settings, restartNeeded, sources = {}) {
+    const run = this.queue.then(() => this.run(settings, restartNeeded, sources));
     this.queue = run.catch(() => {});
     return run;
   }
 
-  async run(settings, restartNeeded) {
+  async run(settings, restartNeeded, sources) {
     const target = this.generation + 1;
     const workers = [...this.workers.keys()];
-    const refusals = await this.prepareAll(workers, target, settings);
+    const handlers = sourcesPrint(sources);
+    const refusals = await this.prepareAll(workers, target, settings, sources, handlers);
     const at = new Date().toISOString();
     if (refusals.length > 0) {
       for (const w of workers) this.tell(w, 'abort', { generation: target });
@@ -84,7 +89,8 @@ class Generations {
     }
     this.generation = target;
     this.settings = settings;
-    this.onCommit(settings, target);
+    this.sources = sources;
+    this.onCommit(settings, target, sources);
     const unconfirmed = [];
     await Promise.all(workers.map(async (w) => {
       const a = await this.ask(w, 'commit', { generation: target }, COMMIT_TIMEOUT_MS);
@@ -96,7 +102,7 @@ class Generations {
     // Workers that came up meanwhile, or did not confirm, get it as a late worker does.
     for (const [w, s] of this.workers) if (s.generation !== target) this.catchUp(w);
     let outcome = {
-      at, ok: true, generation: target, restartNeeded,
+      at, ok: true, generation: target, handlers, restartNeeded,
     };
     if (unconfirmed.length > 0) {
       const named = unconfirmed.map((u) => `worker ${u.pid}: ${u.error}`).join('; ');
@@ -112,33 +118,26 @@ class Generations {
   }
 
   /**
-   * Every worker prepares generation `target`, in rounds: when one refuses, or they read different
-   * handler files (each says what its files held, read before and after it loaded them), all of
-   * them read again after PREPARE_RETRIES_MS, so that they load the same files. Resolves with the
-   * refusals of the last round ([] when every worker prepared the same thing).
+   * Every worker prepares generation `target` from the settings and handler text given; resolves
+   * with the refusals ([] when every worker prepared it): a worker that refused, compiled other
+   * code than `handlers` says, or did not answer within PREPARE_TIMEOUT_MS.
    */
-  async prepareAll(workers, target, settings) {
-    for (let round = 0; ; round++) {
-      const answers = await Promise.all(workers.map(async (w) => {
-        if (!this.workers.has(w)) return null; // exited: the one started in its place gets the generation
-        const a = await this.ask(w, 'prepare', { generation: target, settings }, PREPARE_TIMEOUT_MS);
-        return { pid: w.process.pid, answer: a };
-      }));
-      const refusals = [];
-      const prints = new Set();
-      for (const r of answers) {
-        if (r === null) continue;
-        if (r.answer === undefined) refusals.push({ pid: r.pid, error: `no answer within ${PREPARE_TIMEOUT_MS / 1000} s`, final: true });
-        else if (!r.answer.ok) refusals.push({ pid: r.pid, error: r.answer.error });
-        else prints.add(r.answer.handlers);
+  async prepareAll(workers, target, settings, sources, handlers) {
+    const answers = await Promise.all(workers.map(async (w) => {
+      if (!this.workers.has(w)) return null; // exited: the one started in its place gets the generation
+      const a = await this.ask(w, 'prepare', { generation: target, settings, sources }, PREPARE_TIMEOUT_MS);
+      return { pid: w.process.pid, answer: a };
+    }));
+    const refusals = [];
+    for (const r of answers) {
+      if (r === null) continue;
+      if (r.answer === undefined) refusals.push({ pid: r.pid, error: `no answer within ${PREPARE_TIMEOUT_MS / 1000} s` });
+      else if (!r.answer.ok) refusals.push({ pid: r.pid, error: r.answer.error });
+      else if (r.answer.handlers !== handlers) {
+        refusals.push({ pid: r.pid, error: `compiled other handler code (${r.answer.handlers}) than the primary read (${handlers})` });
       }
-      if (refusals.length === 0 && prints.size <= 1) return [];
-      if (round === PREPARE_RETRIES_MS.length || refusals.some((r) => r.final)) {
-        if (refusals.length > 0) return refusals.map(({ pid, error }) => ({ pid, error }));
-        return answers.filter(Boolean).map(({ pid }) => ({ pid, error: 'the workers read different versions of a handler file (it was being written)' }));
-      }
-      await sleep(PREPARE_RETRIES_MS[round]);
     }
+    return refusals;
   }
 
   /** Brings worker w to the running generation, asking again with a growing delay while it refuses. */
@@ -149,7 +148,7 @@ class Generations {
     let failures = 0;
     while (!this.closed && this.workers.get(w) === s && s.generation !== this.generation) {
       const target = this.generation;
-      const a = await this.ask(w, 'reload', { generation: target, settings: this.settings }, PREPARE_TIMEOUT_MS);
+      const a = await this.ask(w, 'reload', { generation: target, settings: this.settings, sources: this.sources }, PREPARE_TIMEOUT_MS);
       if (a !== undefined && a.ok) {
         s.generation = a.generation;
         if (s.error !== null) this.log.info(`worker ${s.pid} runs generation ${s.generation} now`);

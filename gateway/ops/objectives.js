@@ -93,14 +93,60 @@ class Objective {
     this.hourBad[h] += this.bad;
   }
 
+  /**
+   * Its nonzero counts by absolute minute and hour ([[minute, good, bad], ...]), the current
+   * minute's included: what another process adds to its own (absorb()) when this one leaves.
+   */
+  export(now) {
+    if (now >= this.minuteEnd) this.roll(now);
+    const minutes = [];
+    for (let k = 0; k < MINUTES_KEPT; k++) {
+      const m = this.minute - k;
+      const i = ((m % MINUTES_KEPT) + MINUTES_KEPT) % MINUTES_KEPT;
+      const good = this.minuteGood[i] + (k === 0 ? this.good : 0);
+      const bad = this.minuteBad[i] + (k === 0 ? this.bad : 0);
+      if (good + bad > 0) minutes.push([m, good, bad]);
+    }
+    const hours = [];
+    const hour = Math.floor(this.minute / 60);
+    for (let k = 0; k < this.hours; k++) {
+      const h = hour - k;
+      const i = ((h % this.hours) + this.hours) % this.hours;
+      const good = this.hourGood[i] + (k === 0 ? this.good : 0);
+      const bad = this.hourBad[i] + (k === 0 ? this.bad : 0);
+      if (good + bad > 0) hours.push([h, good, bad]);
+    }
+    return { minutes, hours };
+  }
+
+  /** Adds another process's export(): what is older than this objective's rings keep is left out, what is newer counts as now. */
+  absorb({ minutes, hours }, now) {
+    if (now >= this.minuteEnd) this.roll(now);
+    for (const [m, good, bad] of minutes) {
+      if (this.minute - m >= MINUTES_KEPT) continue;
+      const i = Math.min(m, this.minute) % MINUTES_KEPT;
+      this.minuteGood[i] += good;
+      this.minuteBad[i] += bad;
+    }
+    const hour = Math.floor(this.minute / 60);
+    for (const [h, good, bad] of hours) {
+      if (hour - h >= this.hours) continue;
+      const i = Math.min(h, hour) % this.hours;
+      this.hourGood[i] += good;
+      this.hourBad[i] += bad;
+    }
+  }
+
   /** Raw counts over each window and over the objective's window, to be added across processes before dividing. */
   counts(now) {
     if (now >= this.minuteEnd) this.roll(now);
     // The current minute's counts are in good/bad, not yet in the rings: read them in as if stored.
+    // Its slot is empty unless counts of another process were absorbed into it.
+    const current = this.minute % MINUTES_KEPT;
     const windows = {};
     for (const [w, minutes] of Object.entries(WINDOWS)) {
-      let good = this.good;
-      let bad = this.bad;
+      let good = this.good + this.minuteGood[current];
+      let bad = this.bad + this.minuteBad[current];
       for (let k = 0; k < minutes - 1 && k < MINUTES_KEPT - 1; k++) {
         const i = (((this.minute - 1 - k) % MINUTES_KEPT) + MINUTES_KEPT) % MINUTES_KEPT;
         good += this.minuteGood[i];
@@ -162,6 +208,23 @@ class Objectives {
     const o = this.byRoute.get(subtype);
     if (o === undefined || NO_EVENT.has(outcome)) return;
     o.record(ANSWERED.has(outcome) && ms <= o.latencyMs, t === undefined ? this.now() : t);
+  }
+
+  /** Each objective's counts as export() gives them, with what names it: what a leaving worker hands over. */
+  export() {
+    const now = this.now();
+    return this.list.map((o) => ({
+      name: o.name, route: o.route, latencyMs: o.latencyMs, windowDays: o.windowDays, ...o.export(now),
+    }));
+  }
+
+  /** Adds another process's export(): counts of an objective configured here with the same route, latency and window. */
+  absorb(exported) {
+    const now = this.now();
+    for (const e of exported) {
+      const o = this.list.find((x) => x.name === e.name);
+      if (o !== undefined && o.route === e.route && o.latencyMs === e.latencyMs && o.windowDays === e.windowDays) o.absorb(e, now);
+    }
   }
 
   /** What /status shows: per objective its settings, raw counts and the figures read from them. */

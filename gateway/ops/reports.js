@@ -70,6 +70,11 @@ class Reports {
   toJSON() {
     return { halfHours: this.halfHours.toJSON(), objectives: this.objectives.toJSON() };
   }
+
+  /** What a cluster worker gives its primary to keep when it leaves: toJSON() and the objectives' counts by minute and hour. */
+  export() {
+    return { ...this.toJSON(), objectiveCounts: this.objectives.export() };
+  }
 }
 
 /** One {halfHours, objectives} from several processes' (a cluster's workers'). */
@@ -82,13 +87,29 @@ function mergeReports(list) {
 
 /**
  * A cluster primary's view of its workers' reports: their answers added, a worker that did not
- * answer counted with its last one, and the half hours of workers that exited (a crash, a rolling
- * restart) kept, as the metrics keep their counters: counts never go down.
+ * answer counted with its last one, and the half hours and objective counts of workers that exited
+ * (a crash, a rolling restart) kept, as the metrics keep their counters: counts never go down.
+ * What an exited worker leaves is what it handed over as it left (Reports.export()), or, when it
+ * could not (killed), what the primary last pulled from it.
  */
 class WorkerReports {
-  constructor() {
+  /** specs: the objectives of the running configuration (objectivesOf(settings)). */
+  constructor(specs = [], { now = Date.now } = {}) {
     this.last = new Map(); // worker id -> its last {halfHours, objectives}
+    this.counts = new Map(); // worker id -> its last objective counts (Objectives.export())
     this.retired = null; // the half hours of exited workers, added up
+    this.retiredObjectives = new Objectives(specs, { now }); // their objective counts, added up, ageing as the workers' do
+  }
+
+  /** A reload's objectives: those of exited workers kept where the objective stayed the same. */
+  configure(specs) {
+    this.retiredObjectives.configure(specs);
+  }
+
+  /** A worker's newest figures (Reports.export()): an answer to the primary's pull, or its handover. */
+  keep(worker, figures) {
+    this.last.set(worker.id, { halfHours: figures.halfHours, objectives: figures.objectives });
+    this.counts.set(worker.id, figures.objectiveCounts);
   }
 
   /** answers: [{worker, data}], data a worker's reports (or its status, which carries them), undefined when it did not answer. */
@@ -98,14 +119,21 @@ class WorkerReports {
       if (data !== undefined && data.halfHours !== undefined) this.last.set(worker.id, { halfHours: data.halfHours, objectives: data.objectives });
       if (this.last.has(worker.id)) list.push(this.last.get(worker.id));
     }
-    if (this.retired !== null) list.push({ halfHours: this.retired, objectives: [] });
-    return mergeReports(list);
+    const halfHours = list.map((r) => r.halfHours);
+    if (this.retired !== null) halfHours.push(this.retired);
+    return {
+      halfHours: mergeHalfHours(halfHours),
+      objectives: mergeObjectives([...list.map((r) => r.objectives), this.retiredObjectives.toJSON()]),
+    };
   }
 
   exited(worker) {
     const last = this.last.get(worker.id);
+    const counts = this.counts.get(worker.id);
     this.last.delete(worker.id);
+    this.counts.delete(worker.id);
     if (last !== undefined) this.retired = mergeHalfHours(this.retired === null ? [last.halfHours] : [last.halfHours, this.retired]);
+    if (counts !== undefined) this.retiredObjectives.absorb(counts);
   }
 }
 

@@ -10,7 +10,7 @@ const { openGateway } = require('../../../gateway');
 const { Worker, QUESTIONS } = require('../../../gateway/ops/cluster-worker');
 const { ClusterPrimary, FROM_WORKER } = require('../../../gateway/ops/cluster');
 const {
-  ASK, READY, ANSWER, FAILED, Questions,
+  ASK, READY, ANSWER, FAILED, FIGURES, Questions,
 } = require('../../../gateway/ops/ipc');
 const { captureLogger } = require('../../helpers/stack');
 
@@ -34,7 +34,13 @@ describe('cluster IPC: the worker\'s table (QUESTIONS)', () => {
     ({ gateway } = opened);
     sent = [];
     exits = [];
-    worker = new Worker(opened, log, 0, { send: (m) => sent.push(m), exit: (code) => exits.push(code) });
+    worker = new Worker(opened, log, 0, {
+      send: (m, done) => {
+        sent.push(m);
+        if (done) done();
+      },
+      exit: (code) => exits.push(code),
+    });
   });
   afterEach(async () => {
     if (!gateway.draining) await gateway.shutdown('test over');
@@ -85,15 +91,21 @@ describe('cluster IPC: the worker\'s table (QUESTIONS)', () => {
     assert.deepEqual(sent, []);
   });
 
-  it('shutdown drains its gateway, then the worker exits 0, once', async () => {
+  it('shutdown drains its gateway, hands its last figures to the primary, then the worker exits 0, once', async () => {
     await ask('shutdown', 0);
     await worker.stop('again');
     assert.equal(gateway.draining, true);
     assert.deepEqual(exits, [0]);
+    const handed = sent.filter((m) => m.type === FIGURES);
+    assert.equal(handed.length, 1);
+    assert.ok(handed[0].metrics.some((m) => m.name === 'ged145_queries_total'));
+    assert.deepEqual(Object.keys(handed[0].reports).sort(), ['halfHours', 'objectiveCounts', 'objectives']);
   });
 
   it('has exactly the questions the primary asks', () => {
-    assert.deepEqual(Object.keys(QUESTIONS).sort(), ['abort', 'commit', 'health', 'metrics', 'prepare', 'reload', 'reports', 'sessions', 'shutdown', 'status']);
+    assert.deepEqual(Object.keys(QUESTIONS).sort(), [
+      'abort', 'commit', 'figures', 'health', 'metrics', 'prepare', 'reload', 'reports', 'sessions', 'shutdown', 'status',
+    ]);
   });
 });
 
@@ -131,7 +143,7 @@ describe('cluster IPC: the primary\'s table (FROM_WORKER)', () => {
     primary.onMessage(fakeWorker(3, 103), { type: 'constructor' });
     primary.onMessage(fakeWorker(3, 103), null);
     assert.deepEqual([...primary.reasons], [[3, 'port 4001 in use']]);
-    assert.deepEqual(Object.keys(FROM_WORKER).sort(), [ANSWER, FAILED, READY].sort());
+    assert.deepEqual(Object.keys(FROM_WORKER).sort(), [ANSWER, FAILED, FIGURES, READY].sort());
   });
 
   it('a question nobody answers resolves undefined after its timeout', async () => {

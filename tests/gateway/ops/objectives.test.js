@@ -114,6 +114,24 @@ describe('objectives (unit)', () => {
     assert.deepEqual([v.events, v.bad, v.burnRates['5m']], [1000, 9, 9], '9 of 1000, not the mean of 0x and 10x');
   });
 
+  it("a worker that leaves: its counts, exported by minute and hour, are absorbed and age there as in the worker", () => {
+    let now = 50 * 86_400_000;
+    const worker = new Objectives([cust], { now: () => now });
+    const primary = new Objectives([cust], { now: () => now });
+    traffic(worker, 1000, 10);
+    now += 10 * MIN;
+    traffic(worker, 1000, 0); // the current minute's counts: not yet in the rings
+    primary.absorb(JSON.parse(JSON.stringify(worker.export())));
+    traffic(primary, 1000, 0);
+    const [v] = primary.toJSON();
+    assert.deepEqual([v.events, v.bad, v.burnRates['5m'], v.burnRates['1h']], [3000, 10, 0, 3.333]);
+    now += 2 * 60 * MIN;
+    const [later] = primary.toJSON();
+    assert.deepEqual([later.events, later.burnRates['1h'], later.burnRates['6h']], [3000, null, 3.333], 'out of the hour, still in 6 h');
+    primary.absorb([{ ...worker.export()[0], latencyMs: 100 }]);
+    assert.equal(primary.toJSON()[0].events, 3000, 'another latency: other events, not added');
+  });
+
   it('counts good and bad events in ged145_objective_events_total', async () => {
     const registry = new client.Registry();
     const o = new Objectives([cust], { registry, now: () => 0 });
