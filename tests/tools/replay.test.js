@@ -125,10 +125,15 @@ describe('ged145 replay at a router\'s scale', function () {
     host = await startConformanceHost({ faults: ['late'] }); // every reply held until 350 ms after its query
     const late = await runCli(['replay', file, '--target', `127.0.0.1:${host.port}`]);
     assert.equal(late.code, 1, late.out + late.err);
-    assert.deepEqual(headline(late.out), {
-      match: 1, total: 7, differ: 0, missing: 0, late: '6 late', extra: 0, verdict: 'otherwise',
-    });
-    assert.match(late.out, /^LATE \(late: \d+ ms\) +10\.1\.0\.1:40100 -> 10\.1\.0\.2:5000 +QUERY_REQ/m);
+    const counts = headline(late.out);
+    // The six queries are held 350 ms; the OPEN_CONF comes at once (late too only if the machine stalls 300 ms).
+    const lateCount = Number((/^(\d+) late$/.exec(counts.late) || [])[1]);
+    assert.ok(lateCount >= 6, late.out);
+    assert.deepEqual(
+      [counts.total, counts.match + lateCount, counts.differ, counts.missing, counts.extra, counts.verdict],
+      [7, 7, 0, 0, 0, 'otherwise'],
+    );
+    assert.equal(late.out.match(/^LATE \(late: \d+ ms\) +10\.1\.0\.1:40100 -> 10\.1\.0\.2:5000 +QUERY_REQ/gm).length, 6, late.out);
     // 350 ms is late for a router waiting 300 ms, in time for one waiting 5 s (generous for a loaded machine).
     const patient = await runCli(['replay', file, '--target', `127.0.0.1:${host.port}`, '--request-timeout', '5000']);
     assert.equal(patient.code, 0, patient.out + patient.err);

@@ -130,8 +130,9 @@ async function replayStream(stream, {
     if (invokeId !== undefined) {
       const n = seen.get(invokeId) || 0;
       seen.set(invokeId, n + 1);
+      const captured = (stream.answers.get(invokeId) || [])[n];
       row = {
-        stream: stream.name, request: m, requestError: r.error, invokeId, captured: (stream.answers.get(invokeId) || [])[n], replayed: undefined, ms: null, sentAt: 0,
+        stream: stream.name, request: m, requestError: r.error, invokeId, captured, replayed: undefined, ms: null, sentAt: 0,
       };
       rows.push(row);
       if (waiting.has(invokeId)) waiting.get(invokeId).push(row);
