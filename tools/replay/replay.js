@@ -90,7 +90,7 @@ async function replayStream(stream, {
   let events = 0;
   let lastHeard = 0;
   let wake = null;
-  const conn = await ReplayConnection.connect(target, {
+  const handlers = {
     onAnswer(m, at) {
       lastHeard = at;
       if (m.invokeId === undefined) { // FAILURE_EVENT: about the session, to no request
@@ -114,7 +114,23 @@ async function replayStream(stream, {
     onClose() {
       if (wake !== null) wake();
     },
-  });
+  };
+  let conn;
+  try {
+    conn = await ReplayConnection.connect(target, handlers);
+  } catch (err) { // this stream's requests are not sent: each is missing, with the reason
+    const rows = stream.requests.filter((r) => r.message && r.message.invokeId !== undefined).map((r) => {
+      const n = seen.get(r.message.invokeId) || 0;
+      seen.set(r.message.invokeId, n + 1);
+      return {
+        stream: stream.name, request: r.message, invokeId: r.message.invokeId, captured: (stream.answers.get(r.message.invokeId) || [])[n],
+        replayed: undefined, ms: null, difference: `not sent: cannot connect (${err.code || err.message})`, verdict: 'missing',
+      };
+    });
+    return {
+      rows, extra: 0, undecoded: 0, events: 0, sent: 0,
+    };
+  }
   for (const r of stream.requests) {
     if (speed !== Infinity && r.ts !== null) {
       const due = (r.ts * 1000) / speed - (Date.now() - start);

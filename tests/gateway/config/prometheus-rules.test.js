@@ -1,9 +1,12 @@
 'use strict';
 
-// `ged145 config prometheus-rules FILE` judged by Prometheus itself: the real promtool checks the
+// `ged145 config prometheus-rules [FILE]` judged by Prometheus itself: the real promtool checks the
 // rules (`promtool check rules`) and runs them on input series (`promtool test rules`): a route
 // that fails 2 % of its queries against a 99.9 % objective pages (and tickets), one that fails
 // none stays quiet, and the recording rules compute the same ratio and budget as the status page.
+// The unit tests the CLI prints with the rules (--unit-tests) pass promtool too, with --by labels;
+// the burn rates follow the objective's window, no alert waits on a `for:`, and every runbook_url
+// names a section of docs/reports.md.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
