@@ -1,8 +1,9 @@
 'use strict';
 
 // ged145 replay: the router's side of a pcap/pcapng capture sent to a host with its original
-// timing, each answer compared with the captured one. Exit 0 when every answer matches, 1 when
-// one differs, 2 when the target cannot be reached.
+// timing, each answer compared with the captured one. The last line counts every request's
+// verdict (match, differ, missing, late) and the answers to no request (extra); exit 0 when all
+// match and none is extra, 1 otherwise, 2 when the target cannot be reached.
 
 const fs = require('node:fs');
 const { DEFAULT_MAX_MESSAGE_LENGTH, STATUS_NAMES } = require('../../lib/protocol');
@@ -14,7 +15,9 @@ const { describeQuery } = require('../../gateway/session/redact');
 const { FileSource, captureKind } = require('../decode/capture');
 const { parseTarget } = require('../conformance/target');
 const { Peer } = require('../conformance/peer');
-const { replay } = require('./replay');
+const { replay, REQUEST_TIMEOUT_MS } = require('./replay');
+
+const VERDICTS = ['match', 'differ', 'missing', 'late'];
 
 const summary = 'play the router\'s side of a capture against a host and compare the answers';
 const usage = `usage: ged145 replay CAPTURE --target HOST:PORT [options]
@@ -22,7 +25,8 @@ const usage = `usage: ged145 replay CAPTURE --target HOST:PORT [options]
   CAPTURE                  a pcap or pcapng file (reassembled as ged145 decode does)
   --target HOST:PORT       the host to play it against
   --speed X                X times the captured pace (default 1: the original timing)
-  --as-fast-as-possible    every frame back to back, no waiting
+  --as-fast-as-possible    every frame back to back, no waiting (lateness is not judged then)
+  --request-timeout MS     an answer later than this is late: the router no longer takes it (default 300)
   --tags                   compare the tags of each answer too (default: type and status)
   --redact                 hide caller data (CLID, CED, CDPD, DN, variable values) in what is printed
   --port N                 the host's port in the capture (default: guessed per stream)
@@ -35,6 +39,7 @@ const options = {
   target: { type: 'string' },
   speed: { type: 'string' },
   'as-fast-as-possible': { type: 'boolean' },
+  'request-timeout': { type: 'string' },
   tags: { type: 'boolean' },
   redact: { type: 'boolean' },
   port: { type: 'string' },
@@ -59,33 +64,46 @@ function byType(rows) {
   const table = new Map();
   for (const r of rows) {
     const type = r.request ? r.request.type : `(${r.requestError})`;
-    const t = table.get(type) || { sent: 0, match: 0, differ: 0, unanswered: 0 };
+    const t = table.get(type) || {
+      sent: 0, match: 0, differ: 0, missing: 0, late: 0,
+    };
     t.sent++;
-    if (r.difference === '') t.match++;
-    else if (r.difference === 'no answer') t.unanswered++;
-    else t.differ++;
+    t[r.verdict]++;
     table.set(type, t);
   }
   return table;
 }
 
+/** The last line: every count, and the verdict the exit code follows. */
+function headline(result) {
+  const { counts, total } = result;
+  const pct = total === 0 ? 100 : Math.floor((1000 * counts.match) / total) / 10;
+  const late = result.lateJudged ? `${counts.late} late` : 'late not judged';
+  return `${counts.match} of ${total} answers match (${pct} %), ${counts.differ} differ, ${counts.missing} missing, ${late}, `
+    + `${counts.extra} extra: ${result.same ? 'the host answers as captured' : 'the host answers otherwise'}`;
+}
+
 function print(result, values) {
   const out = [];
-  out.push(`${'request'.padEnd(16)}${'answers'.padStart(8)}${'match'.padStart(8)}${'differ'.padStart(8)}${'unanswered'.padStart(12)}`);
+  out.push(`${'request'.padEnd(16)}${['sent', ...VERDICTS].map((h) => h.padStart(9)).join('')}`);
   for (const [type, t] of byType(result.rows)) {
-    out.push(`${type.padEnd(16)}${[t.sent, t.match, t.differ].map((n) => String(n).padStart(8)).join('')}${String(t.unanswered).padStart(12)}`);
+    out.push(`${type.padEnd(16)}${[t.sent, ...VERDICTS.map((v) => t[v])].map((n) => String(n).padStart(9)).join('')}`);
   }
-  const listed = values.all ? result.rows : result.rows.filter((r) => r.difference !== '');
+  const listed = values.all ? result.rows : result.rows.filter((r) => r.verdict !== 'match');
   for (const r of listed) {
     const q = r.request && r.request.type === 'QUERY_REQ' ? r.request : undefined;
     const request = r.request ? show(r.request, values.redact) : `(${r.requestError})`;
-    out.push(`${r.difference === '' ? 'match' : `DIFFERS (${r.difference})`}  ${r.stream}  ${request}`);
+    out.push(`${r.verdict === 'match' ? 'match' : `${r.verdict.toUpperCase()} (${r.difference})`}  ${r.stream}  ${request}`);
     out.push(`    captured: ${show(r.captured, values.redact, q)}`);
     out.push(`    replayed: ${show(r.replayed, values.redact, q)}`);
   }
-  if (result.extra > 0) out.push(`${result.extra} answers from the host to no request of the capture (a second reply, or an unknown InvokeID)`);
-  const pct = result.total === 0 ? 100 : Math.floor((1000 * result.matched) / result.total) / 10;
-  out.push(`${result.matched} of ${result.total} answers match (${pct} %)`);
+  const { extra } = result.counts;
+  if (extra > 0) {
+    const undecoded = result.undecoded > 0 ? `, ${result.undecoded} of them frames that do not decode` : '';
+    out.push(`${extra} answers from the host to no request of the capture (a second reply, or an unknown InvokeID${undecoded})`);
+  }
+  if (result.events > 0) out.push(`${result.events} FAILURE_EVENT from the host (about the session, to no request: not compared)`);
+  out.push(headline(result));
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
@@ -95,6 +113,7 @@ async function main(values, positionals) {
   if (values.speed !== undefined && values['as-fast-as-possible']) throw new UsageError('--speed and --as-fast-as-possible do not go together');
   const target = parseTarget(values.target);
   const speed = values['as-fast-as-possible'] ? Infinity : numberFlag(values, 'speed', { positive: true }) ?? 1;
+  const requestTimeoutMs = numberFlag(values, 'request-timeout', { int: true, min: 1, max: 600_000 }) ?? REQUEST_TIMEOUT_MS;
   const file = positionals[0];
   let fd;
   try {
@@ -116,7 +135,7 @@ async function main(values, positionals) {
     try {
       result = await replay(new FileSource(fd), {
         target, speed, tags: Boolean(values.tags), desKey: desKeyFlag(values), port: numberFlag(values, 'port', { int: true, min: 1, max: 65535 }),
-        maxLength: DEFAULT_MAX_MESSAGE_LENGTH,
+        maxLength: DEFAULT_MAX_MESSAGE_LENGTH, requestTimeoutMs,
       });
     } catch (err) {
       if (err instanceof CaptureError) throw new OperatorError(`${file}: ${err.message}`);
@@ -125,9 +144,19 @@ async function main(values, positionals) {
     if (result.total === 0) throw new OperatorError(`${file}: no GED-145 request found`);
     if (values.json) {
       process.stdout.write(`${JSON.stringify({
-        target: values.target, streams: result.streams, matched: result.matched, total: result.total, extra: result.extra,
+        target: values.target,
+        streams: result.streams,
+        total: result.total,
+        ...result.counts,
+        lateJudged: result.lateJudged,
+        same: result.same,
         rows: result.rows.map((r) => ({
-          stream: r.stream, invokeId: r.invokeId, request: r.request && r.request.type, difference: r.difference || null,
+          stream: r.stream,
+          invokeId: r.invokeId,
+          request: r.request && r.request.type,
+          verdict: r.verdict,
+          difference: r.difference || null,
+          ms: r.ms === null ? null : Math.round(r.ms * 10) / 10,
           captured: r.captured && show(r.captured, values.redact), replayed: r.replayed && show(r.replayed, values.redact),
         })),
       }, null, 2)}\n`);
@@ -136,7 +165,7 @@ async function main(values, positionals) {
       process.stdout.write(`GED-145 replay: ${file} -> ${values.target}, ${result.streams} stream(s), ${pace}\n`);
       print(result, values);
     }
-    process.exitCode = result.matched === result.total && result.extra === 0 ? 0 : 1;
+    process.exitCode = result.same ? 0 : 1;
   } finally {
     fs.closeSync(fd);
   }

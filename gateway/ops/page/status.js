@@ -274,9 +274,11 @@
     replace($('objectives'), row(['route', 'objective', 'events', 'good', 'budget left', 'burn 5m / 1h', 'burn 30m / 6h', 'burn 2h / 1d', 'alert'], true),
       list.length === 0 ? row([{ text: 'no objective configured (slo)', class: 'mute' }]) : list.map((o) => row([
         o.route, `${o.objective} % within ${o.latencyMs} ms over ${o.windowDays} d`, num(fmt(o.events)),
-        num(o.goodPercent === null ? '-' : `${fmt(o.goodPercent, 3)} %`), num(`${fmt(o.budgetLeftPercent, 1)} %`, budgetClass(o)),
+        num(o.goodPercent === null ? '-' : `${fmt(o.goodPercent, 3)} %`),
+        o.budgetLeftPercent === null ? { text: `judged in ${fmt(o.judgedInS)} s`, class: 'mute' } : num(`${fmt(o.budgetLeftPercent, 1)} %`, budgetClass(o)),
         num(`${burn(o, '5m')} / ${burn(o, '1h')}`), num(`${burn(o, '30m')} / ${burn(o, '6h')}`), num(`${burn(o, '2h')} / ${burn(o, '1d')}`),
-        o.alerts.page ? { text: 'page', class: 'bad' } : o.alerts.ticket ? { text: 'ticket', class: 'warn' } : { text: 'none', class: 'ok' },
+        o.alerts.page ? { text: 'page', class: 'bad' } : o.alerts.ticket ? { text: 'ticket', class: 'warn' }
+          : o.alerts.page === null ? { text: 'not judged yet', class: 'mute' } : { text: 'none', class: 'ok' },
       ])));
   }
 

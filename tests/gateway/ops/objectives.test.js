@@ -40,6 +40,7 @@ describe('objectives (unit)', () => {
   it('burn rate per window: the share of bad events over the budget; events age out of the short windows', () => {
     let now = 100 * 86_400_000;
     const o = new Objectives([cust], { now: () => now });
+    now += 10 * MIN;
     traffic(o, 1000, 10); // 1 % bad: 10x a 0.1 % budget
     now += 2 * 60 * MIN; // two hours later: only in the windows of 6 h and more
     traffic(o, 1000, 0);
@@ -49,12 +50,14 @@ describe('objectives (unit)', () => {
     assert.equal(v.burnRates['6h'], 5, '10 bad of 2000');
     assert.equal(v.burnRates['3d'], 5);
     assert.equal(v.budgetLeftPercent, -400, '10 bad where 2 were allowed: 5 budgets spent');
-    assert.deepEqual(v.alerts, { page: false, ticket: true }, '5x over 3 days and 6 hours: a ticket');
+    assert.deepEqual(v.alerts, { page: false, ticket: null }, 'the ticket reads 6 hours, and 2 h 10 min were seen: not judged yet');
+    now += 3 * 60 * MIN + 55 * MIN; // 6 h 5 min seen, the bad events 5 h 55 min ago
+    assert.deepEqual(o.toJSON()[0].alerts, { page: false, ticket: true }, '5x over 3 days and 6 hours: over 1x, a ticket');
     now += 3 * 86_400_000;
     const [later] = o.toJSON();
     assert.equal(later.burnRates['3d'], null, 'three days on: no event in any burn-rate window');
     assert.equal(later.events, 2000, 'still within the 30-day window');
-    assert.equal(later.coveredS, 3 * 86_400 + 7200);
+    assert.equal(later.coveredS, 3 * 86_400 + 6 * 3600 + 5 * 60);
   });
 
   it('the page alert: over 14.4x both over 1 h and over 5 min; a burst that is over stops it', () => {
@@ -64,7 +67,7 @@ describe('objectives (unit)', () => {
       traffic(o, 100, 2); // 2 % bad: 20x
       now += MIN;
     }
-    assert.deepEqual(o.toJSON()[0].alerts, { page: true, ticket: true });
+    assert.deepEqual(o.toJSON()[0].alerts, { page: true, ticket: null }, 'an hour seen: the page judged, the ticket (6 h) not yet');
     for (let m = 0; m < 5; m++) {
       traffic(o, 100, 0);
       now += MIN;
@@ -81,6 +84,37 @@ describe('objectives (unit)', () => {
     assert.equal(o.toJSON()[0].alerts.page, false, 'thirty minutes of good answers: both short windows are quiet');
   });
 
+  it('nothing is judged from less time than its short window: a few seconds of failures are no budget spent and no page', () => {
+    let now = 60 * 86_400_000;
+    const o = new Objectives([cust], { now: () => now });
+    now += 14_000;
+    traffic(o, 50, 2); // 4 % bad over 14 s
+    let [v] = o.toJSON();
+    assert.deepEqual([v.bad, v.burnRates['5m'], v.budgetLeftPercent, v.judgedInS], [2, 40, null, 286]);
+    assert.deepEqual(v.alerts, { page: null, ticket: null });
+    now += 5 * MIN - 14_000;
+    traffic(o, 50, 2); // the same 4 % on
+    [v] = o.toJSON();
+    assert.deepEqual([v.budgetLeftPercent, v.judgedInS], [-3900, 0], 'five minutes seen: the budget is judged');
+    assert.deepEqual(v.alerts, { page: true, ticket: null }, '40x over 1 h and 5 min: a page; the ticket waits for its 6 h');
+  });
+
+  it('the burn rates are the window\'s: 5x pages a 7-day objective (over 3.36x), not a 30-day one (under 14.4x and 6x)', () => {
+    let now = 70 * 86_400_000;
+    const week = { ...cust, name: 'week', route: 'week', windowDays: 7 };
+    const o = new Objectives([cust, week], { now: () => now });
+    for (let m = 0; m < 60; m++) {
+      traffic(o, 1000, 5); // 0.5 % bad: 5x a 0.1 % budget
+      traffic(o, 1000, 5, 'week');
+      now += MIN;
+    }
+    const [month, seven] = o.toJSON();
+    assert.deepEqual([month.name, month.burnRates['1h'], month.alerts.page], ['cust', 5, false]);
+    assert.deepEqual([seven.name, seven.burnRates['1h'], seven.alerts.page], ['week', 5, true]);
+    const day = new Objectives([{ ...cust, windowDays: 1 }], { now: () => now });
+    assert.deepEqual(Object.keys(day.toJSON()[0].alerts), ['page'], 'a 3-day ticket cannot judge a 1-day budget: a 1-day objective has none');
+  });
+
   it('the objective window: events older than windowDays leave the budget', () => {
     let now = 20 * 86_400_000;
     const o = new Objectives([{ ...cust, windowDays: 1 }], { now: () => now });
@@ -92,10 +126,11 @@ describe('objectives (unit)', () => {
   });
 
   it('a reload keeps the counts of an unchanged objective, starts a changed one afresh, drops a removed one', () => {
-    const now = 30 * 86_400_000;
+    let now = 30 * 86_400_000;
     const o = new Objectives([cust, { ...cust, name: 'bal', route: 'bal' }], { now: () => now });
     traffic(o, 10, 1);
     traffic(o, 10, 1, 'bal');
+    now += 5 * MIN;
     o.configure([{ ...cust, objective: 99 }, { ...cust, name: 'new', route: 'new' }]);
     const [a, b] = o.toJSON();
     assert.deepEqual([a.name, a.events, a.objective, a.budgetLeftPercent], ['cust', 10, 99, -900]);
