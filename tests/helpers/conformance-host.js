@@ -16,7 +16,7 @@ const FAULTS = Object.freeze([
   'twice', // every query reply written twice
   'twiceLate', // every query reply written again 400 ms later: past any window shorter than the connection
   'heartbeatConfForQuery', // every query answered HEARTBEAT_CONF with its InvokeID
-  'heartbeatsHeld', // every HEARTBEAT_CONF written 1500 ms after its request
+  'heartbeatsHeld', // every HEARTBEAT_CONF written heldMs (1500 ms) after its request
   'diesOnSplit', // a read that ends inside a frame kills the host: every connection and the listener closed
   'noReassembly', // one read = one message: the first frame of each chunk, the rest dropped
   'late', // query replies held until 350 ms after the query arrived
@@ -33,7 +33,6 @@ const FAULTS = Object.freeze([
 ]);
 
 const DEADLINE_MS = 250;
-const HELD_MS = 1500;
 const TWICE_LATE_MS = 400;
 const SLOW_MS = 1000;
 
@@ -127,7 +126,7 @@ class HostSession {
   }
 
   onHeartbeat(m) {
-    if (this.f.heartbeatsHeld) setTimeout(() => this.send(serialize.heartbeatConf(m.invokeId)), HELD_MS);
+    if (this.f.heartbeatsHeld) setTimeout(() => this.send(serialize.heartbeatConf(m.invokeId)), this.host.heldMs);
     else if (this.f.heartbeatsBehind && this.inflight.size > 0) this.heldHeartbeats.push(m.invokeId);
     else this.send(serialize.heartbeatConf(m.invokeId));
   }
@@ -210,13 +209,14 @@ class HostSession {
   }
 }
 
-/** Starts the host on 127.0.0.1, a free port. faults: names from FAULTS; desKey: Buffer or null. */
-async function startConformanceHost({ faults = [], desKey = null } = {}) {
+/** Starts the host on 127.0.0.1, a free port. faults: names from FAULTS; desKey: Buffer or null; heldMs: how long heartbeatsHeld holds. */
+async function startConformanceHost({ faults = [], desKey = null, heldMs = 1500 } = {}) {
   for (const f of faults) if (!FAULTS.includes(f)) throw new RangeError(`unknown fault ${f}`);
   const sockets = new Set();
   const host = {
     faults: Object.fromEntries(faults.map((f) => [f, true])),
     desKey,
+    heldMs,
     die() { // as a crashed process does: the listener and every connection gone at once
       if (server.listening) server.close();
       for (const s of sockets) s.destroy();

@@ -136,7 +136,7 @@ class CaseContext {
     if (first === null) {
       if (hostClosed(peer)) {
         const text = `${what} (id=${invokeId}) got no reply: the host closed ${peer.name} at ${Math.round(peer.closedAt)} ms`;
-        throw failure(text, { cause: 'closes the connection', marks: [request] });
+        throw failure(text, { cause: 'closes the connection', marks: [request, peer.lastWrite()] });
       }
       throw failure(`${what} (id=${invokeId}) got no reply within ${ms} ms`, {
         cause: 'no reply', pending: [{ peer, invokeId, waitedMs: ms }], marks: [request],
@@ -171,7 +171,7 @@ class CaseContext {
     if (missing.length > 0 && hostClosed(peer)) {
       const closed = `the host closed ${peer.name} at ${Math.round(peer.closedAt)} ms`;
       throw failure(`${missing.length} of ${ids.length} got no reply (first: id=${missing[0]}): ${closed}`,
-        { cause: 'closes the connection', marks: missing.slice(0, 3).map((id) => peer.requests.get(id)) });
+        { cause: 'closes the connection', marks: [...missing.slice(0, 3).map((id) => peer.requests.get(id)), peer.lastWrite()] });
     }
     if (missing.length > 0) {
       throw failure(`${missing.length} of ${ids.length} got no reply within ${ms} ms (first: id=${missing[0]})`, {

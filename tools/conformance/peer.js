@@ -110,9 +110,17 @@ class Peer {
   /** One TCP write of bytes (a frame, a piece of one, or several coalesced); returns when, in ms since the connection began. */
   send(buf) {
     const at = this.now();
+    if (this.socket.destroyed) return at; // never written: not in the exchange either
     for (const { bytes, row } of this.exchange.add('out', buf, round(at))) this.sent(bytes, row, at);
-    if (!this.socket.destroyed) this.socket.write(buf);
+    this.socket.write(buf);
     return at;
+  }
+
+  /** The last row the kit wrote before the host closed: what the host had read when it went. */
+  lastWrite() {
+    const { rows } = this.exchange;
+    for (let i = rows.length - 1; i >= 0; i--) if (rows[i].dir === 'out') return { row: rows[i] };
+    return null;
   }
 
   /** A piece of a frame, or several frames: the same as send(), named for what the split cases do. */
