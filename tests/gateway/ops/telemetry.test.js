@@ -110,7 +110,7 @@ describe('traces: settings from the configuration and the standard OTEL_* enviro
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
       OTEL_TRACES_SAMPLER: 'sometimes',
       OTEL_TRACES_SAMPLER_ARG: '2',
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/thrift',
       OTEL_EXPORTER_OTLP_HEADERS: 'api-key-without-equals-sign-s3cret',
     });
     assert.equal(traces.on, true);
@@ -122,6 +122,19 @@ describe('traces: settings from the configuration and the standard OTEL_* enviro
     const zipkin = resolveTraces(DEFAULTS(), { OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' });
     assert.equal(zipkin.traces.on, false);
     assert.match(zipkin.problems[0], /zipkin/);
+  });
+
+  it('grpc takes the endpoint as it is (no /v1/traces, a path dropped), 4317 by default', () => {
+    const grpc = (env, file = DEFAULTS()) => resolveTraces(file, { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', ...env });
+    assert.equal(grpc({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317' }).traces.endpoint, 'http://collector:4317');
+    assert.equal(grpc({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector:4317/otlp/' }).traces.endpoint, 'https://collector:4317');
+    assert.equal(grpc({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://tempo:4317', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317' }).traces.endpoint, 'http://tempo:4317');
+    assert.equal(grpc({ OTEL_TRACES_EXPORTER: 'otlp' }).traces.endpoint, 'http://localhost:4317');
+    assert.equal(grpc({}, { ...DEFAULTS(), endpoint: 'http://c:4317/v1/traces' }).traces.endpoint, 'http://c:4317');
+    const { traces, problems } = grpc({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317' });
+    assert.deepEqual([traces.on, traces.protocol, problems], [true, 'grpc', []]);
+    // The same base over HTTP still gets the signal's path.
+    assert.equal(resolveTraces(DEFAULTS(), { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).traces.endpoint, 'http://c:4318/v1/traces');
   });
 
   it('the schema refuses a bad telemetry.traces value by name', () => {
@@ -189,8 +202,20 @@ describe('traces: spans from the diagnostics channels, on the wire to a real OTL
       assert.equal(query.labels.trace_id, q.traceId);
       const [, traceId, spanId] = TRACEPARENT.exec(sent[0].traceparent);
       assert.deepEqual([traceId, spanId], [b.traceId, b.spanId]);
+      // The RPC server conventions: the custom system, the subtype as the method, the router as client and peer; no error.type for an answer.
       assert.deepEqual(q.attributes, {
-        'ged145.query.subtype': 'cust', 'ged145.query.invoke_id': 7, 'ged145.session.id': 3, 'ged145.query.side': 'A', 'ged145.query.outcome': 'ok',
+        'rpc.system': 'ged145',
+        'rpc.method': 'cust',
+        'client.address': '127.0.0.1',
+        'client.port': 5000,
+        'network.peer.address': '127.0.0.1',
+        'network.peer.port': 5000,
+        'network.transport': 'tcp',
+        'ged145.query.subtype': 'cust',
+        'ged145.query.invoke_id': 7,
+        'ged145.session.id': 3,
+        'ged145.query.side': 'A',
+        'ged145.query.outcome': 'ok',
       });
       assert.deepEqual(b.attributes, {
         'http.request.method': 'GET',
@@ -207,6 +232,7 @@ describe('traces: spans from the diagnostics channels, on the wire to a real OTL
       assert.equal(q.resource['service.name'], 'gw-test');
       assert.equal(q.resource['deployment.environment.name'], 'test');
       assert.equal(q.resource['telemetry.sdk.language'], 'nodejs');
+      assert.match(q.resource['service.instance.id'], /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/); // a UUID v4
       assert.doesNotMatch(JSON.stringify(spans, (k, v) => (typeof v === 'bigint' ? String(v) : v)), /5551000001|8005550199|secret-var/);
     });
   }
@@ -239,6 +265,7 @@ describe('traces: spans from the diagnostics channels, on the wire to a real OTL
     assert.equal(tries[1].attributes['error.type'], '503');
     assert.equal(q.status.code, 2);
     assert.equal(q.attributes['ged145.query.status'], 'E_AG_HOST_ERROR1');
+    assert.equal(q.attributes['error.type'], 'host_error');
     for (const [i, h] of sent.entries()) assert.equal(TRACEPARENT.exec(h.traceparent)[2], tries[i].spanId);
     const opted = spans.filter((s) => s.resource['service.name'] === 'opted-in');
     assert.equal(opted.find((s) => s.kind === 2).attributes['ged145.query.clid'], '5551000001');
