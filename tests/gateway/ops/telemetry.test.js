@@ -12,7 +12,7 @@ const prom = require('prom-client');
 const { loadConfig } = require('../../../gateway/config');
 const { resolveTraces } = require('../../../gateway/ops/telemetry/settings');
 const { startTracing } = require('../../../gateway/ops/telemetry');
-const { startOtlpReceiver } = require('../../helpers/otlp-receiver');
+const { startOtlpReceiver, startOtlpGrpcReceiver } = require('../../helpers/otlp-receiver');
 const { captureLogger } = require('../../helpers/stack');
 const { freePort } = require('../../helpers/real-backend');
 const { ROOT } = require('../../helpers/spawn');
@@ -159,6 +159,57 @@ describe('traces: off costs nothing', () => {
       }));`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' }));
     assert.deepEqual(out, { tracing: null, subscribed: [], sdk: 0 });
+  });
+
+  it('on over HTTP, the gRPC exporter and grpc-js are not loaded; chosen, they are', () => {
+    const loaded = (protocol) => {
+      const script = `
+        const { startTracing } = require('./gateway/ops/telemetry');
+        const config = require('./gateway/config').loadConfig({ env: {} });
+        const t = startTracing(config, { log: { warn() {}, info() {} }, env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_EXPORTER_OTLP_PROTOCOL: '${protocol}' } });
+        const keys = Object.keys(require.cache);
+        console.log(JSON.stringify({ on: t !== null, grpc: keys.filter((k) => k.includes('grpc')).length > 0 }));
+        t.stop().then(() => process.exit(0));`;
+      return JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' }));
+    };
+    assert.deepEqual(loaded('http/protobuf'), { on: true, grpc: false });
+    assert.deepEqual(loaded('grpc'), { on: true, grpc: true });
+  });
+});
+
+describe('traces: spans on the wire to a real OTLP/gRPC receiver', function () {
+  this.timeout(20_000);
+  let receiver;
+  let t;
+  before(async () => { receiver = await startOtlpGrpcReceiver(); });
+  after(async () => receiver.close());
+  afterEach(async () => { if (t) await t.stop(); });
+
+  it('the query and backend spans arrive by gRPC, the headers as metadata, the resource with its instance id', async () => {
+    const gateway = fakeGateway();
+    t = startTracing(loadConfig({ env: {} }), {
+      log: captureLogger(),
+      env: {
+        OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_HEADERS: 'x-tenant=t1', OTEL_SERVICE_NAME: 'gw-grpc',
+      },
+    }).attach(gateway, { registry: gateway.metrics.registry });
+    const { query } = publishQuery(gateway, { invokeId: 21, outcome: 'deadline', status: 'E_AG_HOST_ERROR1' });
+    const spans = await receiver.waitForSpans((s) => s.length >= 2);
+    assert.deepEqual(receiver.errors, []);
+    assert.equal(receiver.requests[0].headers['x-tenant'], 't1');
+    const q = spans.find((s) => s.kind === 2);
+    const b = spans.find((s) => s.kind === 3);
+    assert.equal(q.name, 'ged145 query cust');
+    assert.equal(b.parentSpanId, q.spanId);
+    assert.equal(q.traceId, query.labels.trace_id);
+    assert.equal(q.attributes['rpc.system'], 'ged145');
+    assert.equal(q.attributes['rpc.method'], 'cust');
+    assert.equal(q.attributes['network.peer.address'], '127.0.0.1');
+    assert.equal(q.attributes['error.type'], 'deadline');
+    assert.equal(q.status.code, 2);
+    assert.equal(q.resource['service.name'], 'gw-grpc');
+    assert.match(q.resource['service.instance.id'], /^[0-9a-f-]{36}$/);
   });
 });
 
