@@ -56,19 +56,19 @@ const LIMITS = section('per-session and listener limits', {
  * over it (gateway/ops/telemetry/settings.js reads them as the OpenTelemetry SDKs do). Read at start.
  */
 const TELEMETRY = section('OpenTelemetry export (docs/tracing.md); the standard OTEL_* environment overrides it', {
-  traces: section('traces of queries and backend requests, sent by OTLP/HTTP; off unless an endpoint or the otlp exporter is set', {
+  traces: section('traces of queries and backend requests, sent by OTLP (HTTP or gRPC); off unless an endpoint or the otlp exporter is set', {
     exporter: {
       enum: [null, 'otlp', 'none'], default: null,
       description: 'otlp or none; null: otlp when an endpoint is set (OTEL_TRACES_EXPORTER)', 'x-must': "must be 'otlp', 'none' or null",
     },
     endpoint: {
       type: ['string', 'null'], pattern: '^https?://', default: null,
-      description: 'the collector\'s traces URL, such as http://127.0.0.1:4318/v1/traces (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; '
-        + 'OTEL_EXPORTER_OTLP_ENDPOINT is a base that /v1/traces is added to)',
+      description: 'the collector\'s traces URL, such as http://127.0.0.1:4318/v1/traces, or for grpc http://127.0.0.1:4317 '
+        + '(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_EXPORTER_OTLP_ENDPOINT is a base that /v1/traces is added to over HTTP)',
       'x-must': 'must be an http:// or https:// URL or null',
     },
-    protocol: oneOf(['http/protobuf', 'http/json'], 'http/protobuf', {
-      description: 'OTEL_EXPORTER_OTLP_PROTOCOL', 'x-must': "must be 'http/protobuf' or 'http/json'",
+    protocol: oneOf(['http/protobuf', 'http/json', 'grpc'], 'http/protobuf', {
+      description: 'OTEL_EXPORTER_OTLP_PROTOCOL', 'x-must': "must be 'http/protobuf', 'http/json' or 'grpc'",
     }),
     headers: {
       type: 'object', additionalProperties: { type: 'string' }, default: {},
