@@ -174,9 +174,8 @@ function xmlBudget(text, { maxElements, maxAttributes, maxDepth }) {
         }
       }
       if (j >= text.length) return null;
-      if (text.charCodeAt(j - 1) !== SLASH && ++depth > maxDepth) {
-        return new OverBudget(`XML nested more than ${maxDepth} elements deep`, 'backend.xml.maxDepth');
-      }
+      if (depth >= maxDepth) return new OverBudget(`XML nested more than ${maxDepth} elements deep`, 'backend.xml.maxDepth');
+      if (text.charCodeAt(j - 1) !== SLASH) depth++;
       i = j + 1;
     }
     i = text.indexOf('<', i);
