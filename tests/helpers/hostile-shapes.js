@@ -10,6 +10,7 @@
 const http = require('node:http');
 const path = require('node:path');
 const { STATUS } = require('../../lib/protocol');
+const { XML_BUDGETS } = require('../../gateway/backend/formats');
 
 const MANY_ENTRIES = path.join(__dirname, '..', 'fixtures', 'handlers', 'many-entries.js');
 const SOAP_NS = 'http://schemas.xmlsoap.org/soap/envelope/';
@@ -66,6 +67,12 @@ function hostileShapes(url, maxBytes = 65_536) {
     xmlShape('xml many elements', 200, envelope(`<R><v>x</v>${fill('<a/>', maxBytes, 300)}</R>`), failed(STATUS.E_AG_HOST_ERROR1)),
     xmlShape('xml many attributes', 200, envelope(`<R${attributes}><v>x</v></R>`), failed(STATUS.E_AG_HOST_ERROR1)),
     xmlShape('xml deep', 200, envelope(`<R><v>x</v>${deepElements}</R>`), failed(STATUS.E_AG_HOST_ERROR1)),
+    // Just within each default budget (Envelope, Body, R and v are 4 elements; xmlns:soap 1 attribute; R is 3 deep):
+    // the most a document the gateway parses can cost.
+    xmlShape('xml at element budget', 200, envelope(`<R><v>x</v>${'<a/>'.repeat(XML_BUDGETS.maxElements - 4)}</R>`), answered('x')),
+    xmlShape('xml at attribute budget', 200, envelope(`<R><v>x</v>${'<a b="1"/>'.repeat(XML_BUDGETS.maxAttributes - 1)}</R>`), answered('x')),
+    xmlShape('xml at depth budget', 200, envelope(`<R><v>x</v>${'<d>'.repeat(XML_BUDGETS.maxDepth - 3)}${
+      '</d>'.repeat(XML_BUDGETS.maxDepth - 3)}</R>`), answered('x')),
     shape('json deep', { body: `{"vars":{"1":"deep"},"x":${'['.repeat(depth)}${']'.repeat(depth)}}`, expect: answered('deep') }),
     shape('json wide', { body: `{"vars":{"1":"wide"},"ecc":{${wide.slice(1)}}}`, expect: answered('wide') }),
     shape('ecc arrays', { body: `{"vars":{"1":"arrays"},"eccArrays":[${arrays.slice(1)}]}`, expect: answered('arrays') }),
