@@ -20,6 +20,7 @@ const BENCHES = [
   ['memory', 'memory.js', 'RSS idle after start and high-water under 2,000 queries/s for 60 s'],
   ['growth', 'growth.js', 'p50/p99 and CPU per query as sessions, ECC entries and workers grow'],
   ['compression', 'compression.js', 'what a gzipped answer costs the engine (and the server): CPU per request'],
+  ['hostile-answers', 'hostile-answers.js', 'hostile backend answers at maxResponseBytes: the longest loop block, another session\'s heartbeats'],
 ];
 
 const only = process.argv.slice(2);

@@ -13,6 +13,7 @@ const {
   DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32, IDLE_TIMEOUT_RANGE, ROUTER_REQUEST_TIMEOUT_MS,
 } = require('../../lib/protocol');
 const { ENGINE_NAMES } = require('../backend/engines');
+const { XML_BUDGETS } = require('../backend/formats');
 const { CHARSETS } = require('../answer/charset');
 const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
 const {
@@ -171,6 +172,11 @@ const SCHEMA = {
           + "sent where backend.headers are, to backend.url's origins only",
       },
       maxResponseBytes: int(1, 64 * 1024 * 1024, 64 * 1024, { 'x-must': 'must be a positive integer' }),
+      xml: section('what an XML answer may hold before it is parsed: more is refused unread (bad_xml), as parsing it would hold every session', {
+        maxElements: int(1, 1_000_000, XML_BUDGETS.maxElements, { description: 'elements in one XML answer' }),
+        maxAttributes: int(0, 1_000_000, XML_BUDGETS.maxAttributes, { description: 'attributes in one XML answer, all elements together' }),
+        maxDepth: int(1, 10_000, XML_BUDGETS.maxDepth, { description: 'elements open inside one another' }),
+      }),
       statuses: { $ref: '#/definitions/statuses' },
       errorPath: {
         type: 'string', minLength: 1, default: 'error', description: "the default contract: where the API's own error text is in a body",

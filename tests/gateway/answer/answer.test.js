@@ -62,6 +62,30 @@ describe('fillAnswer', () => {
     assert.ok(elements < 2000, `${elements} eccArrays elements read`);
   });
 
+  it('200,000 invalid ECC entries or eccArrays elements: the walk stops where a frame of valid ones would', () => {
+    let names = 0;
+    const keys = new Proxy({}, {
+      ownKeys: () => Array.from({ length: 200_000 }, (_, i) => `bad name ${i}`),
+      getOwnPropertyDescriptor: () => { names++; return { value: 'v', enumerable: true, configurable: true }; },
+    });
+    const resp = {};
+    fillAnswer(resp, { ecc: keys }, 255, 8192);
+    assert.ok(names < 6000, `${names} looks at invalid ECC names`); // two per name (for-in, hasOwn): 2,731 names of 200,000
+    let elements = 0;
+    const list = Array.from({ length: 200_000 }, () => ({ name: 'arr', index: 300, value: 'x' }));
+    const counted = new Proxy(list, { get: (t, k) => { if (typeof k === 'string' && /^\d+$/.test(k)) elements++; return t[k]; } });
+    fillAnswer(resp, { eccArrays: counted }, 255, 8192);
+    assert.ok(elements < 2000, `${elements} invalid eccArrays elements read`);
+  });
+
+  it('a FAILURE_CONF of a 60 KB error text outside ASCII: its first characters converted, cut to the tag', () => {
+    const writer = new ReplyWriter({ maxBody: 4096 });
+    for (const [text, error] of [['\u00e9'.repeat(30_000), 'e'.repeat(255)], ['\u{1F600}'.repeat(15_000), '?'.repeat(255)]]) {
+      const m = toRouter(writer.failureConf(7, STATUS.E_AG_HOST_ERROR2, text));
+      assert.deepEqual([m.type, m.status, m.error], ['FAILURE_CONF', STATUS.E_AG_HOST_ERROR2, error]);
+    }
+  });
+
   it('a 10 MB value is cut before it is converted; notes stop at 20 and say how many more', () => {
     const resp = {};
     const ecc = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`bad name ${i} ${'x'.repeat(40)}`, 'v']));
