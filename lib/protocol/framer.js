@@ -29,7 +29,11 @@ const { ProtocolError, ERROR_CODES } = require('./errors');
  */
 class Framer {
   /**
+   * @overload
    * @param {FramerOptions} options
+   */
+  /**
+   * @param {FramerOptions} [options] checked: without onFrame, a TypeError
    */
   constructor({ maxMessageLength = DEFAULT_MAX_MESSAGE_LENGTH, onFrame, onError } = /** @type {FramerOptions} */ ({})) {
     if (typeof onFrame !== 'function') throw new TypeError('Framer needs an onFrame callback');
