@@ -31,10 +31,10 @@ const { createProfile, resolveProfile, DEFAULT_PROFILE } = require('./profile');
 /** @typedef {import('./errors').ProfileErrorCode} ProfileErrorCode */
 /** @typedef {import('./framer').FramerOptions} FramerOptions */
 /** @typedef {import('./reader').MessageReaderOptions} MessageReaderOptions */
-/** @typedef {import('./serializer').EncodableMessage} EncodableMessage */
+/** @typedef {import('./messages').EncodableMessage} EncodableMessage */
 /** @typedef {import('./serializer').Serializer} Serializer */
 /** @typedef {import('./serializer').TagOptions} TagOptions */
-/** @typedef {import('./serializer').Status} Status */
+/** @typedef {import('./messages').Status} Status */
 /** @typedef {import('./des').SessionCipher} SessionCipher */
 /** @typedef {import('./profile').Profile} Profile */
 /** @typedef {import('./profile').ProfileSpec} ProfileSpec */

@@ -189,6 +189,64 @@ class ParamReq {
   }
 }
 
+// The messages as the encoder takes them (serializer.js): plain objects, or the decoded classes above.
+
+/** @typedef {StatusName | number} Status a status by name ('E_AG_NO_ERROR') or by its canonical number */
+/** @typedef {{ tag: number, data: Buffer | string }} RawTagInput a tag written as it is: data as bytes, or ASCII text */
+
+/**
+ * The call data of QUERY_REQ and QUERY_RESP, as the encoder takes it. Text is ASCII without NUL
+ * (or Latin-1 with the encoder's `latin1`); an undefined or null field is not written.
+ * @typedef {object} CallDataInput
+ * @property {string | null} [subtype]
+ * @property {string | null} [ced]
+ * @property {string | null} [clid]
+ * @property {string | null} [cdpd]
+ * @property {string | null} [routingClient]
+ * @property {string | null} [dn]
+ * @property {Partial<Record<VarNumber, string | null>>} [vars] PV1..PV10 by number
+ * @property {Record<string, string | null | undefined>} [ecc] ECC variables by name
+ * @property {readonly EccArrayElement[]} [eccArrays]
+ * @property {readonly RawTagInput[]} [unknownTags] written after the others, as they are
+ */
+
+/**
+ * @typedef {object} QueryReqInput
+ * @property {number} invokeId
+ * @property {number} routerCallDay
+ * @property {number} routerCallKey
+ * @property {boolean} [duplicate]
+ * @property {boolean} [noScriptReply]
+ */
+/**
+ * @typedef {object} QueryRespInput
+ * @property {number} invokeId
+ * @property {Status} [status] E_AG_NO_ERROR (0) when not given
+ */
+/**
+ * @typedef {object} OpenReqInput
+ * @property {number} invokeId
+ * @property {number} version
+ * @property {number} idleTimeoutMs
+ * @property {number} [encryption] 0 (default): none
+ * @property {string | null} [config]
+ * @property {Buffer | string} [sessionKey] the sealed key (des.sealSessionKey)
+ * @property {readonly RawTagInput[]} [unknownTags]
+ */
+/** @typedef {{ invokeId: number, paramId: number, paramValue: number }} ParamReqInput */
+
+/**
+ * A message encode() takes: a decoded message, or a plain object named by `type`.
+ * (A `typeId` wins over `type` when both are given, as decoded messages carry both.)
+ * @typedef {({ type: 'FAILURE_CONF', invokeId: number, status: Status, error?: string | null }
+ *   | { type: 'FAILURE_EVENT', status: Status, error?: string | null }
+ *   | ({ type: 'OPEN_REQ' } & OpenReqInput)
+ *   | { type: InvokeOnlyType, invokeId: number }
+ *   | ({ type: 'QUERY_REQ' } & QueryReqInput & CallDataInput)
+ *   | ({ type: 'QUERY_RESP' } & QueryRespInput & CallDataInput)
+ *   | ({ type: 'PARAM_REQ' } & ParamReqInput)) & { typeId?: number }} EncodableMessage
+ */
+
 /**
  * Any message the decoder returns; `type` tells which (a discriminated union).
  * @typedef {FailureConf | FailureEvent | OpenReq | InvokeOnly | QueryReq | QueryResp | ParamReq} Message

@@ -45,11 +45,7 @@ const {
 // The data is located by offset, not sliced: text is read straight out of the body.
 const tag = new Parser().uint8('tag').uint8('length').saveOffset('offset').skip('length');
 
-/**
- * @param {Parser} fixed
- * @param {boolean} withTags
- * @returns {{ fixedSize: number, parser: Parser }}
- */
+/** @type {(fixed: Parser, withTags: boolean) => { fixedSize: number, parser: Parser }} */
 function layout(fixed, withTags) {
   const fixedSize = fixed.sizeOf();
   const parser = withTags ? fixed.array('tags', { type: tag, readUntil: 'eof' }) : fixed;
@@ -78,9 +74,7 @@ const LAYOUTS = {
 
 /**
  * Trailing NULs are stripped: scalar tags arrive with or without one (docs/protocol.md section 4).
- * @param {Buffer} body
- * @param {{ offset: number, length: number }} t
- * @returns {string}
+ * @type {(body: Buffer, t: { offset: number, length: number }) => string}
  */
 function text(body, t) {
   const start = t.offset;
@@ -89,20 +83,10 @@ function text(body, t) {
   return /** @type {Latin1Buffer} */ (body).latin1Slice(start, end);
 }
 
-/**
- * @param {Buffer} body
- * @param {RawTag} t
- * @returns {Buffer}
- */
+/** @type {(body: Buffer, t: RawTag) => Buffer} */
 const dataOf = (body, t) => body.subarray(t.offset, t.offset + t.length);
 
-/**
- * @param {import('./errors').ProtocolErrorCode} code
- * @param {string} message
- * @param {number} typeId
- * @param {number | undefined} invokeId
- * @returns {ProtocolError}
- */
+/** @type {(code: import('./errors').ProtocolErrorCode, message: string, typeId: number, invokeId: number | undefined) => ProtocolError} */
 function reject(code, message, typeId, invokeId) {
   return new ProtocolError(code, message, { typeId, invokeId });
 }
@@ -145,12 +129,7 @@ function parseFixed(typeId, body) {
 
 /**
  * ECC: one or more `name NUL value NUL` pairs in one tag (into null: only checked).
- * @param {Buffer} body
- * @param {RawTag} t
- * @param {Record<string, string> | null} into
- * @param {number} typeId
- * @param {number} invokeId
- * @param {boolean} padded
+ * @type {(body: Buffer, t: RawTag, into: Record<string, string> | null, typeId: number, invokeId: number, padded: boolean) => void}
  */
 function readEcc(body, t, into, typeId, invokeId, padded) {
   const end = t.offset + t.length;
@@ -171,12 +150,7 @@ function readEcc(body, t, into, typeId, invokeId, padded) {
   }
 }
 
-/**
- * @param {Buffer} body
- * @param {number} from
- * @param {number} end
- * @returns {boolean}
- */
+/** @type {(body: Buffer, from: number, end: number) => boolean} */
 function allNul(body, from, end) {
   for (let i = from; i < end; i++) if (body[i] !== 0) return false;
   return true;
@@ -184,10 +158,7 @@ function allNul(body, from, end) {
 
 /**
  * Index of the first NUL in body[from, end), or -1.
- * @param {Buffer} body
- * @param {number} from
- * @param {number} end
- * @returns {number}
+ * @type {(body: Buffer, from: number, end: number) => number}
  */
 function nulIn(body, from, end) {
   for (let i = from; i < end; i++) if (body[i] === 0) return i;
@@ -196,12 +167,7 @@ function nulIn(body, from, end) {
 
 /**
  * ECC_ARRAY: UCHAR index, name NUL, value NUL.
- * @param {Buffer} body
- * @param {RawTag} t
- * @param {number} typeId
- * @param {number} invokeId
- * @param {boolean} padded
- * @returns {import('./messages').EccArrayElement}
+ * @type {(body: Buffer, t: RawTag, typeId: number, invokeId: number, padded: boolean) => import('./messages').EccArrayElement}
  */
 function readEccArray(body, t, typeId, invokeId, padded) {
   const start = t.offset;
@@ -219,12 +185,7 @@ function readEccArray(body, t, typeId, invokeId, padded) {
 /**
  * Fills the call-data tags shared by QUERY_REQ and QUERY_RESP; returns false for tags it does not know.
  * QUERY_RESP has no subtype, clid, routingClient or dn: such tags in one are read into it all the same.
- * @param {CallMessage} msg
- * @param {Buffer} body
- * @param {RawTag} t
- * @param {number} typeId
- * @param {boolean} [padded]
- * @returns {boolean}
+ * @type {(msg: CallMessage, body: Buffer, t: RawTag, typeId: number, padded?: boolean) => boolean}
  */
 function readCallTag(msg, body, t, typeId, padded = false) {
   const id = t.tag;
@@ -254,22 +215,13 @@ function readCallTag(msg, body, t, typeId, padded = false) {
   }
 }
 
-/**
- * @param {CallMessage} msg
- * @param {Buffer} body
- * @param {RawTag} t
- */
+/** @type {(msg: CallMessage, body: Buffer, t: RawTag) => void} */
 function keepUnknown(msg, body, t) {
   if (msg.unknownTags === undefined) msg.unknownTags = [];
   msg.unknownTags.push({ tag: t.tag, data: dataOf(body, t) });
 }
 
-/**
- * @param {Buffer} body
- * @param {RawTag[]} tags
- * @param {FieldDecrypter} [cipher]
- * @returns {string | undefined}
- */
+/** @type {(body: Buffer, tags: RawTag[], cipher?: FieldDecrypter) => string | undefined} */
 function errorText(body, tags, cipher) {
   for (let i = 0; i < tags.length; i++) {
     if (tags[i].tag !== TAGS.ERROR) continue;
@@ -285,10 +237,7 @@ function errorText(body, tags, cipher) {
  * blocks, or not ASCII once decrypted (an ECC_ARRAY's index byte aside). Such a field is ignored.
  * The cipher's onDropped and onDecrypted hear of each: a router with another key shows as fields
  * that all fail (gateway/session/key-check.js).
- * @param {FieldDecrypter} cipher
- * @param {Buffer} body
- * @param {RawTag} t
- * @returns {Buffer | null}
+ * @type {(cipher: FieldDecrypter, body: Buffer, t: RawTag) => Buffer | null}
  */
 function decryptTag(cipher, body, t) {
   const plain = decryptedAscii(cipher, body, t);
@@ -296,12 +245,7 @@ function decryptTag(cipher, body, t) {
   return plain;
 }
 
-/**
- * @param {FieldDecrypter} cipher
- * @param {Buffer} body
- * @param {RawTag} t
- * @returns {Buffer | null}
- */
+/** @type {(cipher: FieldDecrypter, body: Buffer, t: RawTag) => Buffer | null} */
 function decryptedAscii(cipher, body, t) {
   const plain = cipher.decryptField(dataOf(body, t));
   if (plain === null) {
@@ -323,11 +267,7 @@ function decryptedAscii(cipher, body, t) {
  * decrypt is (docs/protocol.md, encryption), never a reason to refuse the whole query: with the
  * right key that cannot be told apart from a garbled field, and with the wrong one the query
  * must get E_AG_INVALID_KEY, as its other fields tell (key-check.js), not E_AG_INVALID_MESSAGE.
- * @param {Buffer} plain
- * @param {RawTag} clear
- * @param {number} typeId
- * @param {number} invokeId
- * @returns {boolean}
+ * @type {(plain: Buffer, clear: RawTag, typeId: number, invokeId: number) => boolean}
  */
 function eccWellFormed(plain, clear, typeId, invokeId) {
   try {
@@ -340,13 +280,7 @@ function eccWellFormed(plain, clear, typeId, invokeId) {
   }
 }
 
-/**
- * @param {CallMessage} msg
- * @param {Buffer} body
- * @param {RawTag[]} tags
- * @param {number} typeId
- * @param {FieldDecrypter | undefined} cipher
- */
+/** @type {(msg: CallMessage, body: Buffer, tags: RawTag[], typeId: number, cipher: FieldDecrypter | undefined) => void} */
 function readCallTags(msg, body, tags, typeId, cipher) {
   for (const t of tags) {
     if (cipher === undefined) {
@@ -365,14 +299,7 @@ function readCallTags(msg, body, tags, typeId, cipher) {
   }
 }
 
-/**
- * @param {number} typeId
- * @param {Fields} f
- * @param {Buffer} body
- * @param {FieldDecrypter | undefined} cipher
- * @param {Profile} profile
- * @returns {Message}
- */
+/** @type {(typeId: number, f: Fields, body: Buffer, cipher: FieldDecrypter | undefined, profile: Profile) => Message} */
 function build(typeId, f, body, cipher, profile) {
   switch (typeId) {
     case T.FAILURE_CONF: return new FailureConf(f.invokeId, profile.statusFromWire(f.status), errorText(body, f.tags, cipher));

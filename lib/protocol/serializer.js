@@ -13,17 +13,21 @@ const { MAX_ENCRYPTED_FIELD: ENCRYPTED_TAG_DATA } = require('./des'); // 248: a 
 
 const { DEFAULT_PROFILE } = require('./profile');
 
-/** @typedef {import('./constants').StatusName} StatusName */
 /** @typedef {import('./profile').Profile} Profile */
+/** @typedef {import('./messages').Status} Status */
 /** @typedef {import('./messages').EccArrayElement} EccArrayElement */
-/** @typedef {import('./messages').InvokeOnlyType} InvokeOnlyType */
+/** @typedef {import('./messages').RawTagInput} RawTagInput */
+/** @typedef {import('./messages').CallDataInput} CallDataInput */
+/** @typedef {import('./messages').QueryReqInput} QueryReqInput */
+/** @typedef {import('./messages').QueryRespInput} QueryRespInput */
+/** @typedef {import('./messages').OpenReqInput} OpenReqInput */
+/** @typedef {import('./messages').ParamReqInput} ParamReqInput */
+/** @typedef {import('./messages').EncodableMessage} EncodableMessage */
+
 /**
  * What the encoder needs of a session cipher (des.createSessionCipher gives it).
  * @typedef {Pick<import('./des').SessionCipher, 'encryptField'>} FieldEncrypter
  */
-/** @typedef {StatusName | number} Status a status by name ('E_AG_NO_ERROR') or by its canonical number */
-/** @typedef {{ tag: number, data: Buffer | string }} RawTagInput a tag written as it is: data as bytes, or ASCII text */
-
 /**
  * How tags are written.
  * @typedef {object} TagOptions
@@ -32,47 +36,6 @@ const { DEFAULT_PROFILE } = require('./profile');
  * @property {FieldEncrypter} [cipher] an encrypted session's cipher: every tag is padded and encrypted
  * @property {boolean} [latin1] values (not names) may hold U+0080..U+00FF, written as one byte each
  */
-
-/**
- * The call data of QUERY_REQ and QUERY_RESP, as the encoder takes it. Text is ASCII without NUL
- * (or Latin-1 with `latin1`); an undefined or null field is not written.
- * @typedef {object} CallDataInput
- * @property {string | null} [subtype]
- * @property {string | null} [ced]
- * @property {string | null} [clid]
- * @property {string | null} [cdpd]
- * @property {string | null} [routingClient]
- * @property {string | null} [dn]
- * @property {Partial<Record<import('./messages').VarNumber, string | null>>} [vars] PV1..PV10 by number
- * @property {Record<string, string | null | undefined>} [ecc] ECC variables by name
- * @property {readonly EccArrayElement[]} [eccArrays]
- * @property {readonly RawTagInput[]} [unknownTags] written after the others, as they are
- */
-
-/**
- * @typedef {object} QueryReqInput
- * @property {number} invokeId
- * @property {number} routerCallDay
- * @property {number} routerCallKey
- * @property {boolean} [duplicate]
- * @property {boolean} [noScriptReply]
- */
-/**
- * @typedef {object} QueryRespInput
- * @property {number} invokeId
- * @property {Status} [status] E_AG_NO_ERROR (0) when not given
- */
-/**
- * @typedef {object} OpenReqInput
- * @property {number} invokeId
- * @property {number} version
- * @property {number} idleTimeoutMs
- * @property {number} [encryption] 0 (default): none
- * @property {string | null} [config]
- * @property {Buffer | string} [sessionKey] the sealed key (des.sealSessionKey)
- * @property {readonly RawTagInput[]} [unknownTags]
- */
-/** @typedef {{ invokeId: number, paramId: number, paramValue: number }} ParamReqInput */
 
 /**
  * One set of encoders, one per message type, for one wire numbering (serializerFor).
@@ -89,18 +52,6 @@ const { DEFAULT_PROFILE } = require('./profile');
  * @property {(msg: QueryRespInput & CallDataInput, options?: TagOptions) => Buffer} queryResp
  * @property {(msg: ParamReqInput) => Buffer} paramReq
  * @property {(invokeId: number) => Buffer} paramConf
- */
-
-/**
- * A message encode() takes: a decoded message, or a plain object named by `type`.
- * (A `typeId` wins over `type` when both are given, as decoded messages carry both.)
- * @typedef {({ type: 'FAILURE_CONF', invokeId: number, status: Status, error?: string | null }
- *   | { type: 'FAILURE_EVENT', status: Status, error?: string | null }
- *   | ({ type: 'OPEN_REQ' } & OpenReqInput)
- *   | { type: InvokeOnlyType, invokeId: number }
- *   | ({ type: 'QUERY_REQ' } & QueryReqInput & CallDataInput)
- *   | ({ type: 'QUERY_RESP' } & QueryRespInput & CallDataInput)
- *   | ({ type: 'PARAM_REQ' } & ParamReqInput)) & { typeId?: number }} EncodableMessage
  */
 
 /**
@@ -124,12 +75,7 @@ function uint32(value, field) {
   return value;
 }
 
-/**
- * @param {unknown} value
- * @param {string} field
- * @param {RegExp} [notText]
- * @returns {string}
- */
+/** @type {(value: unknown, field: string, notText?: RegExp) => string} */
 function asciiText(value, field, notText = NOT_TEXT) {
   if (typeof value !== 'string' || notText.test(value)) throw textError(value, field, notText);
   return value;
@@ -137,23 +83,14 @@ function asciiText(value, field, notText = NOT_TEXT) {
 
 /**
  * Same check, with the field name built only when it fails (hot path: ECC pairs).
- * @param {unknown} value
- * @param {string} prefix
- * @param {string} name
- * @param {RegExp} [notText]
- * @returns {string}
+ * @type {(value: unknown, prefix: string, name: string, notText?: RegExp) => string}
  */
 function eccText(value, prefix, name, notText = NOT_TEXT) {
   if (typeof value !== 'string' || notText.test(value)) throw textError(value, `${prefix}${name}`, notText);
   return value;
 }
 
-/**
- * @param {unknown} value
- * @param {string} field
- * @param {RegExp} notText
- * @returns {EncodeError}
- */
+/** @type {(value: unknown, field: string, notText: RegExp) => EncodeError} */
 function textError(value, field, notText) {
   if (typeof value !== 'string') return new EncodeError(E.NOT_TEXT, `${field} must be a string`);
   return new EncodeError(E.NON_ASCII, `${field} must be ${notText === NOT_TEXT ? 'ASCII' : 'Latin-1'} text without NUL`);
@@ -164,11 +101,7 @@ function textError(value, field, notText) {
 const VAR_FIELDS = Object.create(null);
 for (let n = 1; n <= VAR_COUNT; n++) VAR_FIELDS[n] = [TAGS.VAR1 + n - 1, `vars.${n}`];
 
-/**
- * @param {TagOptions['nul']} nul
- * @param {string} field
- * @returns {boolean}
- */
+/** @type {(nul: TagOptions['nul'], field: string) => boolean} */
 function wantsNul(nul, field) {
   return nul === true || (nul !== undefined && nul !== false && nul.includes(field));
 }
@@ -310,12 +243,7 @@ class TagList {
 
 /**
  * Allocates header + fixed words (+ flags byte) + tags once, and writes them; p: the profile.
- * @param {Profile} p
- * @param {number} typeId
- * @param {number[]} words
- * @param {number} [flags]
- * @param {TagList} [tags]
- * @returns {Buffer}
+ * @type {(p: Profile, typeId: number, words: number[], flags?: number, tags?: TagList) => Buffer}
  */
 function frame(p, typeId, words, flags, tags) {
   const fixed = words.length * 4 + (flags === undefined ? 0 : 1);
@@ -330,22 +258,14 @@ function frame(p, typeId, words, flags, tags) {
   return buf;
 }
 
-/**
- * @param {Profile} p
- * @param {Status} value
- * @returns {number}
- */
+/** @type {(p: Profile, value: Status) => number} */
 function status(p, value) {
   const s = typeof value === 'string' ? STATUS[value] : value;
   if (s === undefined) throw new EncodeError(E.BAD_STATUS, `unknown status ${value}`);
   return uint32(p.statusToWire(s), 'status');
 }
 
-/**
- * @param {string | null | undefined} error
- * @param {TagOptions | undefined} options
- * @returns {TagList}
- */
+/** @type {(error: string | null | undefined, options: TagOptions | undefined) => TagList} */
 function errorTags(error, options) {
   const tags = new TagList(options);
   tags.scalar(TAGS.ERROR, error, 'error');
@@ -358,10 +278,7 @@ function errorTags(error, options) {
 // a session cipher (des.createSessionCipher) on an encrypted session. latin1: values may hold
 // Latin-1 characters (TagList). Each set writes the type and
 // status numbers of one profile (profile.js): serializerFor(profile); `serialize` is the default's.
-/**
- * @param {Profile} p
- * @returns {Serializer}
- */
+/** @type {(p: Profile) => Serializer} */
 function makeSerializer(p) {
   return {
     failureConf: (invokeId, st, error, options) => frame(p, T.FAILURE_CONF,
