@@ -14,6 +14,15 @@ function kv(obj) {
   return entries.length ? entries.map(([k, v]) => `${k} ${num(v)}`).join(', ') : 'none';
 }
 
+/** The router's half-hour figures (RouterHalfHours.toJSON): one line per half hour and side. */
+function halfHourRows({ lateTimeoutMs, rows }) {
+  return rows.map((r) => {
+    const delay = r.AvgDelayToHalf === null ? '' : `; delay avg ${num(r.AvgDelayToHalf)} ms, max ${num(r.MaxDelayToHalf)} ms`;
+    return [`half hour ${r.DateTime.slice(11)} ${r.Side}`, `requests ${num(r.RequestsToHalf)}: answered ${num(r.AnsweredToHalf)}, errors `
+      + `${num(r.ErrorsToHalf)}, timeouts ${num(r.TimeoutsToHalf)}; late (> ${given(lateTimeoutMs)} ms) ${num(r.LatesToHalf)}${delay}`];
+  });
+}
+
 function formatSummary(title, s) {
   const l = s.latencyMs;
   const rows = [
@@ -32,6 +41,7 @@ function formatSummary(title, s) {
     rows.push(['invalid frames', `${rejects}; fatal induced ${num(s.injected.fatal)}, caught ${num(s.caught.fatal)}${voided}`]);
   }
   if (Object.keys(s.closes).length) rows.push(['connections ended', kv(s.closes)]);
+  if (s.halfHours) rows.push(...halfHourRows(s.halfHours));
   const w = Math.max(...rows.map((r) => r[0].length));
   return `${title}\n${rows.map(([k, v]) => `  ${k.padEnd(w)}  ${v}`).join('\n')}\n`;
 }
