@@ -83,8 +83,9 @@ class RouterHalfHours {
 
   /**
    * {lateTimeoutMs, rows}: one row per half hour and side, oldest first, under the names of the
-   * gateway's CSV columns (delays in whole ms, null with no reply), and TimeoutsToHalf, which
-   * the gateway cannot count.
+   * gateway's CSV columns (delays in whole ms, null with no reply), with TimeoutsToHalf, which
+   * the gateway cannot count, and delaySumMs as the gateway's /status has it, so that an average
+   * over several rows is exact.
    */
   toJSON() {
     const rows = [];
@@ -103,6 +104,7 @@ class RouterHalfHours {
           MaxDelayToHalf: replies === 0 ? null : Math.round(c.maxDelayMs),
           LatesToHalf: c.lates,
           DateTimeUTC: new Date(start).toISOString(),
+          delaySumMs: Math.round(c.delaySumMs * 1000) / 1000,
         });
       }
     }

@@ -59,8 +59,9 @@ describe('router simulator: the router\'s half-hour figures', () => {
     assert.equal(Date.parse(rows[2].DateTimeUTC) - Date.parse(rows[0].DateTimeUTC), HALF_HOUR_MS);
     assert.equal(Date.parse(rows[2].DateTimeUTC), halfHourStart(now));
     assert.match(rows[0].DateTime, /^\d{4}-\d\d-\d\d \d\d:[03]0$/);
+    assert.equal(rows[0].delaySumMs, 240.4);
     for (const key of Object.keys(rows[0])) {
-      assert.ok(CSV_COLUMNS.includes(key) || key === 'TimeoutsToHalf', `${key} is one of the gateway's CSV columns`);
+      assert.ok(CSV_COLUMNS.includes(key) || ['TimeoutsToHalf', 'delaySumMs'].includes(key), `${key} is one of the gateway's CSV columns`);
     }
   });
 
