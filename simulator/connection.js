@@ -38,7 +38,7 @@ function explainConnectError(code, tls) {
 
 /**
  * new RouterConnection({host, port, side, settings, stats, injection, tls, rnd, desKey, pcap, halfHours})
- * halfHours: the router's RouterHalfHours (half-hour.js), told of every query copy as it settles.
+ * halfHours: the router's RouterHalfHours (router-half-hours.js), told of every query copy as it settles.
  * A logical query is {scheduledAt, outstanding, settled, ...}; send(frameFields, logical) sends one copy.
  * Events:
  *   'open'                       a session is open (OPEN_CONF)

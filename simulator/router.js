@@ -3,7 +3,7 @@
 // The router simulator: one or two sides (A, B) with the ICM fault-tolerance modes, and the
 // workloads a test lab needs: open loop at a fixed rate (latency from each query's scheduled
 // time, so no coordinated omission) or closed loop with a fixed window of outstanding queries.
-// Beside the run's figures it keeps the router's half-hour figures per side (half-hour.js).
+// Beside the run's figures it keeps the router's half-hour figures per side (router-half-hours.js).
 
 const { EventEmitter } = require('node:events');
 const { performance } = require('node:perf_hooks');
@@ -14,7 +14,7 @@ const { QueryMix } = require('./workload');
 const { REJECT_KINDS, FATAL_KINDS } = require('./injector');
 const { prng } = require('../lib/prng');
 const { PcapWriter } = require('./pcap');
-const { RouterHalfHours } = require('./half-hour');
+const { RouterHalfHours } = require('./router-half-hours');
 const { OperatorError } = require('../lib/errors');
 const tls = require('node:tls');
 

@@ -1,16 +1,17 @@
 'use strict';
 
-// The router simulator's half-hour figures (simulator/half-hour.js): each query copy booked once
+// The router simulator's half-hour figures (simulator/router-half-hours.js): each query copy booked once
 // per side, on a clock the test moves, and through a Router against a scripted host that answers,
 // fails, answers late, answers after RequestTimeout and drops the connection.
 
 const assert = require('node:assert/strict');
 const { serialize, STATUS } = require('../../lib/protocol');
-const { RouterHalfHours } = require('../../simulator/half-hour');
+const { RouterHalfHours } = require('../../simulator/router-half-hours');
 const { Router } = require('../../simulator/router');
 const { ROUTER_DEFAULTS, routerSettings } = require('../../simulator/settings');
 const { CSV_COLUMNS, HALF_HOUR_MS, halfHourStart } = require('../../gateway/ops/half-hour');
 const { DEFAULTS } = require('../../gateway/config');
+const { formatSummary } = require('../../simulator/format');
 const { startFakeHost } = require('../helpers/fake-host');
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -133,6 +134,9 @@ describe('router simulator: the router\'s half-hour figures', () => {
         }, side);
         assert.ok(MaxDelayToHalf >= SLOW_MS && MaxDelayToHalf < 1000, `${side}: ${MaxDelayToHalf}`);
       }
+      const text = formatSummary('run', s);
+      assert.match(text, /\n {2}half hours as the router counts them \(late: over LateTimeout, 100 ms\)\n {4}\d\d:[03]0 lab-A {2}requests \d/, text);
+      assert.match(text, /\n {4}\d\d:[03]0 lab-B {2}requests \d.*timeouts \d; late \d; delay avg \d+ ms, max \d+ ms\n$/, text);
     } finally {
       await router.stop({ drainMs: 0 });
       await host.close();
