@@ -7,8 +7,9 @@
 //
 // The query path only pays for a share check and a push: a settled query's parts are queued (at
 // most MAX_QUEUED; past it a record is dropped and counted), and the lines are built and written
-// after it, SLICE at a time with a turn of the event loop between slices, one write in flight, to a
-// file rotated as the log is (lib/logger.js rotatingFile) and gzipped when rotated.
+// after it, gathered for GATHER_MS, SLICE at a time with a turn of the event loop between slices,
+// one write in flight, to a file rotated as the log is (lib/logger.js rotatingFile) and gzipped
+// when rotated.
 //
 // Sampling goes by a hash of RouterCallDay and RouterCallKey, so both router sides and a query
 // sent again agree: a call is logged from both sides or from neither. With --workers each worker
@@ -21,12 +22,13 @@ const { channels: core } = require('../session/diagnostics');
 const { channels: backend } = require('../backend/diagnostics');
 const { LABEL } = require('../backend/outcome');
 const { describeQuery } = require('../session/redact');
-const { rotatingFile } = require('../../lib/logger');
+const { rotatingFile, MAX_SIZE } = require('../../lib/logger');
 const { hideCallerData } = require('../../lib/redact');
 const { decodeFrame, DIRECTION, STATUS_NAMES } = require('../../lib/protocol');
 
 const MAX_QUEUED = 8192; // about four seconds of 2,000 queries/s: a file that stalls longer costs records, never memory
 const SLICE = 256; // records per write: the lines of one slice are built in well under a millisecond
+const GATHER_MS = 100; // records gather this long before a write: a write per query would cost more than the records
 const DROP_LOG_MS = 60_000;
 const STOP_MS = 2000;
 const MESSAGE = Symbol.for('message'); // winston's (triple-beam): the text a transport writes
@@ -129,17 +131,18 @@ class DecisionLog {
   /**
    * settings: the compiled `decisions` ({file, sample}), file set and sample above 0; gateway: the
    * one whose queries are written (a process may hold others: the warm-up's); registry: its
-   * metrics; worker: the cluster worker's id, null for one process.
+   * metrics; worker: the cluster worker's id, null for one process; maxSize: where a file is
+   * rotated (the log's 10 MB; a test rotates sooner).
    */
   constructor(settings, {
-    gateway, log, registry, worker = cluster.isWorker ? cluster.worker.id : null,
+    gateway, log, registry, worker = cluster.isWorker ? cluster.worker.id : null, maxSize = MAX_SIZE,
   }) {
     this.gateway = gateway;
     this.log = log;
     this.sample = settings.sample;
     this.worker = worker;
     this.file = fileOf(settings.file, worker);
-    this.out = rotatingFile(this.file, { zipped: true });
+    this.out = rotatingFile(this.file, { zipped: true, maxSize });
     this.out.on('error', (err) => this.onWriteError(err));
     this.queue = [];
     this.writing = false; // a slice is with the file, or one is scheduled
@@ -204,7 +207,7 @@ class DecisionLog {
     });
     if (!this.writing) {
       this.writing = true;
-      setImmediate(this.writeNext);
+      setTimeout(this.writeNext, GATHER_MS);
     }
   }
 
@@ -224,7 +227,10 @@ class DecisionLog {
     this.out.log({ [MESSAGE]: text }, () => {
       this.written += slice.length;
       this.counters.written.inc(slice.length);
-      setImmediate(this.writeNext);
+      // A full slice behind it is written next; fewer wait to gather more.
+      if (this.queue.length >= SLICE || this.idle !== null) setImmediate(this.writeNext);
+      else if (this.queue.length > 0) setTimeout(this.writeNext, GATHER_MS);
+      else this.writeSlice(); // nothing queued: not writing any more
     });
   }
 

@@ -9,6 +9,7 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
+const zlib = require('node:zlib');
 const { WireClient } = require('../../helpers/wire');
 const { spawnCli } = require('../../helpers/spawn');
 const { tmpDir } = require('../../helpers/tmp');
@@ -193,6 +194,42 @@ describe('decision log', function () {
       c.close();
       const status = await (await fetch(`http://127.0.0.1:${stack.adminPort}/status`)).json();
       assert.equal(status.processes[0].decisions, null);
+    });
+
+    it('rotated files are gzipped, and `ged145 why` reads them', async () => {
+      stack = await startStack();
+      const dir = tmpDir();
+      const file = path.join(dir, 'decisions.jsonl');
+      const { Registry } = require('prom-client');
+      const d = new DecisionLog({ file, sample: 1 }, {
+        gateway: stack.gateway, log: { warn: () => {} }, registry: new Registry(), worker: null, maxSize: 64 * 1024,
+      });
+      const session = { id: 1, peer: '127.0.0.1:1', encrypted: false, profile: undefined };
+      const n = 2000; // ten times what a 64 KB file holds: rotated again and again, the four newest older files kept
+      for (let i = 1; i <= n; i++) {
+        channels.querySettle.publish({
+          gateway: stack.gateway,
+          session,
+          query: {
+            subtype: 'echo', side: 'A', labels: {}, fields: { invokeId: i, routerCallDay: DAY, routerCallKey: i },
+          },
+          outcome: 'lost_router_gone',
+          status: null,
+          ms: 1,
+          late: false,
+          reply: null,
+        });
+        if (i % 100 === 0) await new Promise((r) => { setImmediate(r); });
+      }
+      await d.close();
+      const names = fs.readdirSync(dir).sort();
+      assert.deepEqual(names, ['decisions.jsonl', 'decisions1.jsonl.gz', 'decisions2.jsonl.gz', 'decisions3.jsonl.gz', 'decisions4.jsonl.gz']);
+      const inRotated = zlib.gunzipSync(fs.readFileSync(path.join(dir, 'decisions2.jsonl.gz'))).toString().trim().split('\n').map((l) => JSON.parse(l));
+      const key = inRotated[0].routerCallKey;
+      const { code, out } = await why([String(DAY), String(key), '--file', file, '--json']);
+      assert.equal(code, 0);
+      assert.equal(JSON.parse(out).routerCallKey, key);
+      assert.equal((await why([String(DAY), String(n), '--file', file, '--json'])).code, 0, 'the newest, in the live file');
     });
 
     it('past the bounded queue a record is dropped and counted; the query path never waits for the file', async () => {
