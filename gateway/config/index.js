@@ -288,7 +288,7 @@ function startProblems(config, { embeddedBackend = false } = {}) {
     try {
       checkLogFile(file);
     } catch (err) {
-      problems.push(key === 'log.file' ? err.message : `${key}: ${err.message}`);
+      problems.push(key === 'log.file' ? err.message : err.message.replace(/^log file/, key));
     }
   }
   return problems;
