@@ -270,6 +270,19 @@ const SCHEMA = {
         'x-flag': flag('trace-frames', 'N', 'log the first N frames of each session each way, as hex and decoded'),
       }),
     }),
+    decisions: section('the decision log: one JSON line per sampled query, found again by `ged145 why` (docs/safe-change.md); '
+      + 'off while file is null, and nothing is subscribed then. Read at start only', {
+      file: path({
+        description: 'where the records go: rotated at 10 MB, 5 files kept, the older ones gzipped; with --workers each worker '
+          + 'writes its own beside it (decisions.w1.jsonl)',
+        'x-env': 'GED145_DECISIONS_FILE', 'x-flag': flag('decisions-file', 'FILE', 'write one JSON line per query to FILE, for `ged145 why`'),
+      }),
+      sample: {
+        type: 'number', minimum: 0, maximum: 1, default: 1,
+        description: 'the share of calls written, chosen by RouterCallDay and RouterCallKey: a call is written from both router sides or from neither',
+        'x-must': 'must be a number from 0 to 1',
+      },
+    }),
     workers: int(1, 64, 1, {
       'x-env': 'GED145_WORKERS', 'x-flag': flag('workers', 'N', 'worker processes sharing the port'),
     }),

@@ -88,7 +88,7 @@ class SessionQueries {
     // First: the books can wait, the router cannot. An answer at the deadline leaves this tick.
     s.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
     this.outcomes[outcome] = (this.outcomes[outcome] || 0) + 1;
-    if (channels.querySettle.hasSubscribers) publishQuerySettle(s, q, p, outcome);
+    if (channels.querySettle.hasSubscribers) publishQuerySettle(s, q, p, outcome, reply);
     if (failed(outcome)) this.logFailed(q, outcome);
     if (p !== null) s.afterSettle();
   }
