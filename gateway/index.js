@@ -36,7 +36,7 @@ async function openGateway(config, { log, listenFd = null }) {
     await gateway.listen({ fd: listenFd });
   } catch (err) {
     reports.detach();
-    await gateway.resolver.close();
+    await gateway.backend.close();
     observed.detach();
     await stopTracing();
     throw listenError(err, config.host, config.port);
@@ -95,11 +95,11 @@ class ProcessRuntime extends Runtime {
   }
 
   health() {
-    return { backend: this.gateway.resolver.toJSON() };
+    return { backend: this.gateway.backend.toJSON() };
   }
 
   notReady() {
-    return this.gateway.draining ? 'draining' : this.gateway.resolver.backend.notReady();
+    return this.gateway.draining ? 'draining' : this.gateway.backend.notReady();
   }
 
   sessions() {

@@ -8,7 +8,7 @@ const tls = require('node:tls');
 const { STATUS, createProfile, serializerFor } = require('../lib/protocol');
 const { Session } = require('./session/session');
 const { SessionHost } = require('./session/host');
-const { QueryResolver } = require('./backend');
+const { Backend } = require('./backend');
 const { keptAnswer } = require('./answer/writer');
 const { channels } = require('./session/diagnostics');
 const { HandlerFaults } = require('./backend/user-code');
@@ -34,7 +34,7 @@ class Gateway extends SessionHost {
       serialize: serializerFor(profile),
     });
     this.faults = new HandlerFaults({ log: this.log, owner: this }); // per route, across reloads
-    this.resolver = this.newResolver(config);
+    this.backend = this.newBackend(config);
     this.sessions = new Set();
     this.openCount = 0;
     this.draining = false;
@@ -227,15 +227,15 @@ class Gateway extends SessionHost {
     // Each session answers what it has in flight, then lingers for the router's close.
     const bound = this.config.deadlineMs + this.config.limits.closeLingerMs + 1000;
     await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, bound).unref())]);
-    await this.resolver.close();
+    await this.backend.close();
     if (this.handshakes) this.handshakes.close();
     this.connectionLog.close();
     this.log.info('stopped');
   }
 
   /** The backend side for config: its cache keeps answers in the form answer/ fits them to (keptAnswer). */
-  newResolver(config, { cache, previous = null } = {}) {
-    return new QueryResolver(config, {
+  newBackend(config, { cache, previous = null } = {}) {
+    return new Backend(config, {
       log: this.log,
       owner: this,
       cache,
@@ -261,11 +261,11 @@ class Gateway extends SessionHost {
     const needRestart = holdRestartSettings(old, config);
     applyLogSettings(this.log, config.log); // first: a log file that cannot be opened throws before anything changed
     if (this.tls && !needRestart.includes('tls')) applyListenerTls(this.server, config);
-    const oldResolver = this.resolver;
+    const oldBackend = this.backend;
     const sameCache = JSON.stringify(old.availability.cache) === JSON.stringify(config.availability.cache);
-    this.resolver = this.newResolver(config, { cache: sameCache ? oldResolver.cache : undefined, previous: oldResolver });
-    // The old resolver serves the queries it already has; its connections close once they are answered.
-    setTimeout(() => oldResolver.close({ keepCache: sameCache }), old.deadlineMs + 1000).unref();
+    this.backend = this.newBackend(config, { cache: sameCache ? oldBackend.cache : undefined, previous: oldBackend });
+    // The old backend serves the queries it already has; its connections close once they are answered.
+    setTimeout(() => oldBackend.close({ keepCache: sameCache }), old.deadlineMs + 1000).unref();
     this.allowlist = config.allowlistFilter || null;
     this.server.maxConnections = config.limits.maxConnections;
     this.config = config;
@@ -284,7 +284,7 @@ class Gateway extends SessionHost {
       config: { file: this.config.configFile || null, workers: this.config.workers },
       listener: { host: this.config.host, port: this.port, tls: this.tls === true, deadlineMs: this.config.deadlineMs },
       sessions: this.toJSON(),
-      backend: this.resolver.toJSON(),
+      backend: this.backend.toJSON(),
       handlers: this.faults.toJSON(),
     };
   }

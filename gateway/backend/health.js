@@ -106,7 +106,7 @@ class LaneHealth {
       const what = `${this.consecutiveFailures} queries in a row got no answer (last: ${this.lastError})`;
       const others = this.board.answering(this.origin);
       const meanwhile = others.length > 0 ? `; ${others.join(', ')} still answering` : '';
-      log.warn(`backend failing: ${this.origin} (subtype ${this.route}): ${what}; the router gets ${this.board.instead}${meanwhile}`, {
+      log.warn(`backend failing: ${this.origin} (subtype ${this.route}): ${what}; the router gets ${this.board.routerGets}${meanwhile}`, {
         ...where, consecutiveFailures: this.consecutiveFailures, lastError: this.lastError, ...(others.length > 0 ? { answering: others } : {}), ...folded,
       });
     } else {
@@ -141,17 +141,17 @@ class LaneHealth {
 
 class BackendHealth {
   /**
-   * instead: what the router gets while the backend fails ("E_AG_HOST_ERROR1", "the fallback answer"...).
+   * routerGets: what the router gets while the backend fails ("E_AG_HOST_ERROR1", "the fallback answer"...).
    * previous: the health this one replaces (a reload); keeps(origin): whether this backend still
    * calls that origin, whose lanes then go on from their previous state (/health and
    * ged145_backend_up read this one from now on, and agree).
    */
   constructor({
-    log = SILENT_LOG, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, idleAfterMs = IDLE_AFTER_MS, instead = 'E_AG_HOST_ERROR1', previous = null,
+    log = SILENT_LOG, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, idleAfterMs = IDLE_AFTER_MS, routerGets = 'E_AG_HOST_ERROR1', previous = null,
     keeps = () => false,
   } = {}) {
     this.log = log;
-    this.instead = instead;
+    this.routerGets = routerGets;
     this.failAfter = failAfter;
     this.logEveryMs = logEveryMs;
     this.idleAfterMs = idleAfterMs;

@@ -45,7 +45,7 @@ class SessionQueries {
    */
   dispatch(q, receivedAt, now) {
     const s = this.session;
-    const { resolver, config } = s.gateway;
+    const { backend, config } = s.gateway;
     const p = this.inflight.add(q, config.deadlineMs, receivedAt);
     if (channels.queryStart.hasSubscribers) publishQueryStart(s, q, p.start);
     // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
@@ -53,7 +53,7 @@ class SessionQueries {
     const late = now !== undefined && p.deadlineAt <= now;
     if (s.debug && !late) s.log.debug('query', { ...labelsOf(q), ...describeQuery(q, s.id, s.redact) });
     // group: the backend shares its connections out between sessions by it (engines/undici.js, Origin).
-    p.handle = resolver.dispatch(q, p.deadlineAt, s.id, p, !late);
+    p.handle = backend.dispatch(q, p.deadlineAt, s.id, p, !late);
     if (late) this.expire(p);
   }
 

@@ -54,7 +54,7 @@ class Session {
     this.gateway = gateway;
     const { config } = gateway;
     // Per connection, as when it was accepted (a reload applies them to new connections); the
-    // deadline, the resolver, duplicates and the versions are read per message, so a reload reaches them at once.
+    // deadline, the backend, duplicates and the versions are read per message, so a reload reaches them at once.
     this.limits = config.limits;
     this.log = log;
     this.debug = this.log.isLevelEnabled('debug');

@@ -154,7 +154,7 @@ class QuerySpans {
    * is synchronous and sends its first token request) everything is its.
    */
   owns(owner) {
-    return this.gateway === null || owner === this.gateway || (present(owner) && (owner.gateway === this.gateway || owner === this.gateway.resolver));
+    return this.gateway === null || owner === this.gateway || (present(owner) && (owner.gateway === this.gateway || owner === this.gateway.backend));
   }
 
   /** The span of the query a backend request is for: the query as query:start gave it, or the core's query whose view that was. */

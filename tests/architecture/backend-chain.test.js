@@ -1,0 +1,67 @@
+'use strict';
+
+// The backend is one chain (gateway/backend/backend.js draws it): one file per layer under
+// gateway/backend/layers/, each exporting one class with dispatch(), none requiring another, the
+// chain composed in one place; and a layer passes on a new request or context rather than editing
+// the one it was given. Read from the source, as a require or an assignment is what ties two
+// objects together.
+
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const ROOT = path.join(__dirname, '..', '..');
+const LAYERS = path.join(ROOT, 'gateway', 'backend', 'layers');
+const layerFiles = fs.existsSync(LAYERS) ? fs.readdirSync(LAYERS).filter((f) => f.endsWith('.js')).sort() : [];
+
+function sources(dir) {
+  return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+    const rel = path.posix.join(dir, e.name);
+    if (e.isDirectory()) return sources(rel);
+    return e.name.endsWith('.js') ? [rel] : [];
+  });
+}
+
+/** A file's code lines (comments dropped), with where each is. */
+function codeLines(rel) {
+  return fs.readFileSync(path.join(ROOT, rel), 'utf8').split('\n')
+    .map((text, i) => ({ where: `${rel}:${i + 1}`, text: text.replace(/\/\/.*$/, '') }))
+    .filter(({ text }) => !/^\s*\*|^\s*\/\*\*?/.test(text));
+}
+
+const product = [...sources('gateway'), ...sources('lib')];
+
+describe('the backend is one chain of layers', () => {
+  it('has a file for each layer', () => {
+    assert.deepEqual(layerFiles, ['answer.js', 'auth.js', 'breaker.js', 'cache.js', 'failover.js', 'route.js', 'substitute.js', 'transport.js']);
+  });
+
+  it('each layer file exports one class, with dispatch()', () => {
+    const wrong = [];
+    for (const file of layerFiles) {
+      const exported = Object.values(require(path.join(LAYERS, file)));
+      const ok = exported.length === 1 && typeof exported[0] === 'function' && /^class\b/.test(String(exported[0]))
+        && typeof exported[0].prototype.dispatch === 'function';
+      if (!ok) wrong.push(file);
+    }
+    assert.deepEqual(wrong, []);
+  });
+
+  it('no layer requires another layer', () => {
+    const crossing = layerFiles.flatMap((file) => codeLines(`gateway/backend/layers/${file}`)
+      .filter(({ text }) => /require\(['"]\.\/|require\(['"][./]*layers\//.test(text)).map(({ where, text }) => `${where}: ${text.trim()}`));
+    assert.deepEqual(crossing, []);
+  });
+
+  it('compose( is written in one file of the product', () => {
+    const files = product.filter((rel) => codeLines(rel).some(({ text }) => /\bcompose\(/.test(text)));
+    assert.deepEqual(files, ['gateway/backend/backend.js']);
+  });
+
+  it('nothing assigns to a field of another object through ctx., request. or h.', () => {
+    const writes = product.flatMap((rel) => codeLines(rel)
+      .filter(({ text }) => /\b(ctx|request|h)\.[\w$.]+\s*([-+*/]?=(?![=>])|\+\+|--)/.test(text))
+      .map(({ where, text }) => `${where}: ${text.trim()}`));
+    assert.deepEqual(writes, []);
+  });
+});
