@@ -65,3 +65,20 @@ describe('the backend is one chain of layers', () => {
     assert.deepEqual(writes, []);
   });
 });
+
+describe('every fact is written once', () => {
+  it('outcome labels are spelt only in backend/outcome.js: the others read its LABEL, FAILED_LABELS and isFailed', () => {
+    const spelt = product.filter((rel) => rel !== 'gateway/backend/outcome.js').flatMap((rel) => codeLines(rel)
+      .filter(({ text }) => /['"](host_error|app_error|lost_router_gone|invalid_key)['"]/.test(text))
+      .map(({ where, text }) => `${where}: ${text.trim()}`));
+    assert.deepEqual(spelt, []);
+  });
+
+  it('the exports nobody calls are gone', () => {
+    const dead = [
+      ['gateway/backend/abort.js', 'isDeadline'],
+      ['lib/query-fields.js', 'isTarget'],
+    ].filter(([rel, name]) => name in require(path.join(ROOT, rel)));
+    assert.deepEqual(dead, []);
+  });
+});
