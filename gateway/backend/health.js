@@ -36,7 +36,11 @@ const iso = (ms) => (ms === null ? null : new Date(ms).toISOString());
 const ageS = (ms, now) => (ms === null ? null : Math.max(0, Math.round((now - ms) / 1000)));
 
 class LaneHealth {
-  /** board: the BackendHealth it belongs to; origin, route: which lane (route: a subtype, or '(none)'). */
+  /**
+   * board: what it needs of the BackendHealth it belongs to: {log, routerGets, failAfter,
+   * logEveryMs, idleAfterMs, changed(lane), answering(origin)}; origin, route: which lane (route:
+   * a subtype, or '(none)').
+   */
   constructor(board, origin, route) {
     this.board = board;
     this.origin = origin;
@@ -52,6 +56,11 @@ class LaneHealth {
     this.loggedState = REACHABLE;
     this.unlogged = 0; // changes folded into the next line
     this.logTimer = null;
+  }
+
+  /** A reload: this lane goes on from the one it replaces, as that one was. */
+  takeOver(previous) {
+    for (const k of KEPT) this[k] = previous[k];
   }
 
   success() {
@@ -155,6 +164,10 @@ class BackendHealth {
     this.failAfter = failAfter;
     this.logEveryMs = logEveryMs;
     this.idleAfterMs = idleAfterMs;
+    // What each lane reads of its board: the settings, and the two calls back.
+    this.board = {
+      log, routerGets, failAfter, logEveryMs, idleAfterMs, changed: (lane) => this.changed(lane), answering: (origin) => this.answering(origin),
+    };
     this.byOrigin = new Map(); // origin -> Map(route -> its LaneHealth)
     this.failing = 0; // lanes failing now
     this.since = Date.now(); // when the process-wide state last changed
@@ -166,7 +179,7 @@ class BackendHealth {
     for (const lane of previous.lanes()) {
       if (!keeps(lane.origin)) continue;
       const mine = this.lane(lane.origin, lane.route);
-      for (const k of KEPT) mine[k] = lane[k];
+      mine.takeOver(lane);
       if (mine.state === FAILING) this.failing++;
     }
     if (this.failing > 0) this.since = previous.since;
@@ -181,7 +194,7 @@ class BackendHealth {
     }
     let lane = lanes.get(route);
     if (lane === undefined) {
-      lane = new LaneHealth(this, origin, route);
+      lane = new LaneHealth(this.board, origin, route);
       lanes.set(route, lane);
     }
     return lane;
