@@ -99,6 +99,13 @@ describe('objects keep their own fields', () => {
     assert.deepEqual(handed.sort(), HANDS_OVER_OWNER);
   });
 
+  it('nothing hangs a field on a socket or sets the gateway\'s from outside: what is kept on a socket is under a symbol', () => {
+    const writes = product.flatMap((rel) => codeLines(rel)
+      .filter(({ text }) => /\b(socket|raw|gateway)\.[\w$]+\s*=(?![=>])/.test(text))
+      .map(({ where, text }) => `${where}: ${text.trim()}`));
+    assert.deepEqual(writes, []);
+  });
+
   // Node's private fields change between releases without notice. Those left: the TLS socket's
   // TCP socket (server.js) and the CommonJS loader's (config/routes.js compiles a handler module
   // from text read once); named so that no other joins them.
