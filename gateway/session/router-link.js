@@ -23,8 +23,7 @@ const { MessageReader, DIRECTION, MESSAGE_TYPES: T } = require('../../lib/protoc
 const { FrameTrace } = require('./frame-trace');
 const { Outbox } = require('./outbox');
 
-// Module-level socket handlers: no closures per connection on the hot path. The link a socket
-// belongs to is kept on it under a symbol of the link's own (as ws keeps kWebSocket).
+// Module-level socket handlers, no closures per connection on the hot path; a socket's link under a symbol (as ws's kWebSocket).
 const kLink = Symbol('ged145.routerLink');
 function socketOnData(chunk) {
   this[kLink].onData(chunk);
