@@ -111,6 +111,7 @@ class Backend {
         // What a status means for the default contract (statuses.js): backend.statuses and errorPath, or a contract route's own.
         contract: { statuses: statusMap(config.backend.statuses), errorPath: config.backend.errorPath || 'error', mapping: null },
         hasContract: targets.length > 0,
+        target: targets.length === 1 ? targets[0] : null,
         headers: runtime.headers,
         authConfigured: runtime.auth !== null,
         auth,

@@ -23,7 +23,9 @@ const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json', accept:
 class Route {
   /**
    * routes: the compiled routes (a Map by subtype); contract: {statuses, errorPath, mapping} of
-   * the default contract; hasContract: backend.url is set; headers: backend.headers (runtime);
+   * the default contract; hasContract: backend.url is set; target: its one base URL
+   * {origin, basePath} when it has one (the request is made for it here, Failover has nothing to
+   * choose), else null; headers: backend.headers (runtime);
    * authConfigured: backend.auth is set; auth: the credentials its requests carry (null: none,
    * or none needed); scope: where those go
    * (scope.js); book: the CredentialsBook a route's own auth comes from; previous: the replaced
@@ -31,13 +33,14 @@ class Route {
    * handler modules' (user-code.js).
    */
   constructor(next, {
-    routes, contract, hasContract, headers, authConfigured, auth, scope, book, previous, deadlineMs, log, redact, faults, scopes,
+    routes, contract, hasContract, target, headers, authConfigured, auth, scope, book, previous, deadlineMs, log, redact, faults, scopes,
   }) {
     this.next = next;
     this.routes = routes; // a Map: subtypes such as "__proto__" or "constructor" are plain keys
     this.contract = contract;
     this.contractSpecs = contractSpecs(routes, contract);
     this.hasContract = hasContract;
+    this.target = target;
     this.baseHeaders = { ...JSON_HEADERS, ...headers };
     this.auth = auth;
     this.scope = scope;
@@ -84,9 +87,10 @@ class Route {
   contractCall({ query: q, signal, deadlineAt }) {
     if (!this.hasContract) return Promise.resolve(hostError(REASON.NO_BACKEND, 'no backend configured'));
     const withSubtype = q.subtype !== undefined;
+    const base = this.target === null ? '' : this.target.basePath;
     return this.next.dispatch({
-      origin: null,
-      path: withSubtype ? `/query/${encodeSegment('subtype', q.subtype)}` : '/query',
+      origin: this.target === null ? null : this.target.origin,
+      path: base + (withSubtype ? `/query/${encodeSegment('subtype', q.subtype)}` : '/query'),
       method: 'POST',
       headers: this.baseHeaders,
       body: JSON.stringify(queryJson(q)),
@@ -102,7 +106,7 @@ class Route {
       kind: 'query',
       query: q,
       route: withSubtype ? q.subtype : null,
-      template: withSubtype ? '/query/{subtype}' : '/query',
+      template: base + (withSubtype ? '/query/{subtype}' : '/query'),
       attempt: 1,
       retry: null,
     });

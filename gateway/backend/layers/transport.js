@@ -38,7 +38,9 @@ class Transport {
     const view = watch(this.owner, request);
     if (view === null) return this.engine.request(request).then(undefined, (err) => this.noAnswer(err, request, null));
     return this.engine.request({ ...request, headers: view.requestHeaders, observer: view }).then(
-      (res) => ({ ...res, view }),
+      (res) => ({
+        status: res.status, text: res.text, retryAfter: res.retryAfter, view,
+      }),
       (err) => this.noAnswer(err, request, view),
     );
   }
