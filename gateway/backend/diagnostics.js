@@ -5,11 +5,12 @@
 // status history and traces subscribe from ops/. Every publisher checks `hasSubscribers` first,
 // so a channel nobody listens to costs one property read and builds no message.
 //
-// Every message carries `gateway`: the owner the gateway gave its resolver (the Gateway itself),
+// Every message carries `gateway`: the owner the gateway gave its backend (the Gateway itself),
 // so that a subscriber keeping one gateway's figures counts only its own.
 
 const dc = require('node:diagnostics_channel');
 const { performance } = require('node:perf_hooks');
+const { KIND } = require('./outcome');
 
 const channels = Object.freeze({
   requestStart: dc.channel('ged145:backend:request:start'),
@@ -52,7 +53,7 @@ class RequestView {
     this.path = sent.path;
     this.attempt = sent.attempt === undefined ? 1 : sent.attempt;
     this.retry = sent.retry === undefined ? null : sent.retry;
-    this.sent = sent; // the engine's request: its headers are what setHeader changes
+    this.requestHeaders = sent.headers || {}; // what setHeader changes: the request leaves with these
     this.startedAt = 0;
   }
 
@@ -64,9 +65,9 @@ class RequestView {
   setHeader(name, value) {
     const lower = String(name).toLowerCase();
     const headers = {};
-    for (const [k, v] of Object.entries(this.sent.headers || {})) if (k.toLowerCase() !== lower) headers[k] = v;
+    for (const [k, v] of Object.entries(this.requestHeaders)) if (k.toLowerCase() !== lower) headers[k] = v;
     headers[lower] = String(value);
-    this.sent.headers = headers; // a copy: the route's headers are shared by its requests
+    this.requestHeaders = headers; // a copy: the route's headers are shared by its requests
   }
 
   start() {
@@ -104,34 +105,18 @@ class RequestView {
 }
 
 /** An outcome of outcome.js as a request's result: ok, app_error, or the host_error's reason. */
-const resultOf = (outcome) => (outcome.kind === 'host_error' ? outcome.reason : outcome.kind);
+const resultOf = (outcome) => (outcome.kind === KIND.HOST_ERROR ? outcome.reason : outcome.kind);
 
 /**
- * Sends request through engine, shown to the request channels' subscribers while there are any:
- * its view becomes the engine's observer (headers, a send again) and is kept on the request, for
- * its end or error. A request sent again (the 401 retry) gets a view of its own.
+ * The request as the engine gets it while the request channels have subscribers: a new view of
+ * it is started (a subscriber may set headers then), and the request sent carries the view's
+ * headers and the view as the engine's observer (headers, a send again). null: nobody watches.
  */
-function sendWatched(engine, owner, request) {
-  if (requestsWatched()) {
-    const view = new RequestView(owner, request);
-    request.observer = view;
-    view.start();
-  } else request.observer = null;
-  return engine.request(request);
-}
-
-/**
- * Whose request it is, for the channels' subscribers: q's, its attempt-th (the next origin's
- * after the first); template: the path before placeholders (null: a handler's own path).
- */
-function whose(request, q, template, attempt) {
-  request.kind = 'query';
-  request.query = q;
-  request.route = q.subtype === undefined ? null : q.subtype;
-  request.template = template;
-  request.attempt = attempt;
-  request.retry = attempt === 1 ? null : 'failover';
-  request.observer = null;
+function watch(owner, request) {
+  if (!requestsWatched()) return null;
+  const view = new RequestView(owner, request);
+  view.start();
+  return view;
 }
 
 /** A failure the backend counts against an origin (backend_failures_total): the outcome's reason. */
@@ -144,5 +129,5 @@ function publishFailure(owner, origin, outcome) {
 }
 
 module.exports = {
-  channels, requestsWatched, RequestView, resultOf, publishFailure, sendWatched, whose,
+  channels, watch, resultOf, publishFailure,
 };

@@ -4,7 +4,7 @@
 // (gateway/backend/diagnostics.js, docs/diagnostics.md): the backend knows nothing of them. Each
 // gateway's figures go to its own Metrics registry, counted from the messages that carry that
 // gateway (a process may hold several: tests, the warm-up's private one). The gauges are read
-// from the gateway's current resolver when Prometheus scrapes, so a reload needs no bookkeeping.
+// from the gateway's current backend when Prometheus scrapes, so a reload needs no bookkeeping.
 
 const client = require('prom-client');
 const { channels } = require('../backend/diagnostics');
@@ -38,10 +38,9 @@ class BackendMetrics {
     this.defineCounters(prefix, registers);
   }
 
-  /** The gauges, read from the gateway's resolver at scrape time. */
+  /** The gauges, read from the gateway's backend at scrape time. */
   defineGauges(prefix, registers) {
     const { gateway, metrics } = this;
-    const resolver = () => gateway.resolver;
     new client.Gauge({
       name: `${prefix}backend_up`,
       help: '1 while the backend answers, 0 after a run of failed queries (see /health): without labels the worst of all, '
@@ -49,7 +48,7 @@ class BackendMetrics {
       labelNames: ['origin', 'route'],
       aggregator: 'min', // --workers: down when any worker sees it down
       registers,
-      collect() { backendUp(this, resolver().health(), metrics.known); },
+      collect() { backendUp(this, gateway.backend.health, metrics.known); },
     });
     new client.Gauge({
       name: `${prefix}backend_circuit_state`,
@@ -57,10 +56,10 @@ class BackendMetrics {
       labelNames: ['origin'],
       registers,
       collect() {
-        for (const [origin, state] of Object.entries(resolver().circuitStates())) this.set({ origin }, CIRCUIT_VALUES[state]);
+        for (const [origin, state] of Object.entries(gateway.backend.circuitStates())) this.set({ origin }, CIRCUIT_VALUES[state]);
       },
     });
-    const cache = () => resolver().cacheFigures();
+    const cache = () => gateway.backend.cacheFigures();
     new client.Gauge({
       name: `${prefix}cache_entries`, help: 'Answers in this process\'s cache', registers, collect() { this.set((cache() || { entries: 0 }).entries); },
     });

@@ -17,6 +17,7 @@
 // divides.
 
 const { text: { printable } } = require('../../lib/protocol');
+const { LABEL } = require('../backend/outcome');
 
 const HALF_HOUR_MS = 30 * 60_000;
 const KEEP = 48;
@@ -24,8 +25,6 @@ const OTHER = '(other)';
 const NO_SIDE = ''; // a session that has not said its side (before OPEN_REQ)
 const NO_QUERY = ''; // the subtype of a refusal: no query was read
 const MAX_LABEL = 64;
-/** The outcome of a query that got no reply: its router went away first. */
-const LOST = 'lost_router_gone';
 
 /**
  * The start (epoch ms) of the local half hour that holds t: :00 or :30 on the local clock, read
@@ -111,7 +110,7 @@ class HalfHours {
   query(side, subtype, outcome, failure, ms, t = this.now()) {
     const c = this.cell(subtype === undefined ? NO_QUERY : subtype, side, t);
     c.requests++;
-    if (outcome === LOST) return;
+    if (outcome === LABEL.LOST) return; // no reply: its router went away first
     if (failure) c.errors++;
     else c.answered++;
     if (ms > this.lateTimeoutMs) c.lates++;

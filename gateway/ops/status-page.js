@@ -8,10 +8,13 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const { SESSION_STATE } = require('../session/states');
+const { FAILED_LABELS, LABEL } = require('../backend/outcome');
 
-// The session states the page reads are the core's own (session/states.js), given to the script, not retyped in it.
+// The session states and the failed outcome labels the page reads are the core's own
+// (session/states.js, backend/outcome.js), given to the script, not retyped in it.
 const SCRIPT = fs.readFileSync(path.join(__dirname, 'page', 'status.js'), 'utf8')
-  .replace("'use strict';\n", `'use strict';\n\nconst SESSION_STATE = ${JSON.stringify(SESSION_STATE)};\n`);
+  .replace("'use strict';\n", `'use strict';\n\nconst SESSION_STATE = ${JSON.stringify(SESSION_STATE)};\n`
+    + `const FAILED_LABELS = ${JSON.stringify(FAILED_LABELS)};\nconst APP_ERROR = ${JSON.stringify(LABEL.APP_ERROR)};\n`);
 
 const STYLE = `
 :root{--ok:#15803d;--warn:#b45309;--bad:#b91c1c;--chosen:#4f46e5;--mute:#6b7280;--line:#e5e7eb}

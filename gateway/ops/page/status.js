@@ -1,6 +1,6 @@
 'use strict';
 
-/* global SESSION_STATE */ // the core's session states (session/states.js), put in place by status-page.js
+/* global SESSION_STATE, FAILED_LABELS, APP_ERROR */ // the core's session states and failed outcome labels, put in place by status-page.js
 
 // The status page's script: asks /status once a second and redraws every part in place. Text
 // that comes from routers or the backend (connectInfo, subtypes, errors) only ever becomes
@@ -14,8 +14,8 @@
   };
   // app_error is the backend's own "no" (an unknown caller, a 404 the routing script expects): an
   // answer it chose, shown apart in its own colour and column, never counted as a failure.
-  const FAILED = new Set(['host_error', 'deadline', 'lost_router_gone', 'invalid_key']);
-  const CHOSEN = new Set(['app_error']);
+  const FAILED = new Set(FAILED_LABELS);
+  const CHOSEN = new Set([APP_ERROR]);
   const outcomeClass = (n) => (FAILED.has(n) ? 'bad' : CHOSEN.has(n) ? 'chosen' : 'ok');
   const WINDOW_S = 300;
   const $ = (id) => document.getElementById(id);

@@ -30,14 +30,15 @@ async function switchable() {
 
 /** The Redis key under which stack's gateway keeps the answer to {subtype, clid}. */
 function redisKey(stack, subtype, clid) {
-  const { resolver } = stack.gateway;
-  return KEY_PREFIX + cacheKey({ subtype, clid }, ['clid'], resolver.settingsFor({ subtype }).cacheScope);
+  const { config } = stack.gateway;
+  const route = config.compiledRoutes.get(subtype);
+  return KEY_PREFIX + cacheKey({ subtype, clid }, ['clid'], (route === undefined ? config.availability : route).cacheScope);
 }
 
 /** Waits until every stack's shared store is connected. */
 async function storesConnected(...stacks) {
   const until = Date.now() + 5000;
-  while (!stacks.every((s) => s.gateway.resolver.cache.store.state === 'connected') && Date.now() < until) await wait(20);
+  while (!stacks.every((s) => s.gateway.backend.cache.store.state === 'connected') && Date.now() < until) await wait(20);
 }
 
 async function outcomes(stack) {
@@ -238,7 +239,7 @@ describe('availability', function () {
       const key = redisKey(stack, 's', '5559');
       await r.set(key, fromA, 'PX', 200);
       assert.equal((await c.ask({ subtype: 's', clid: '5559' })).vars[1], 'from side A');
-      const left = stack.gateway.resolver.cache.local.getRemainingTTL(key.slice(KEY_PREFIX.length));
+      const left = stack.gateway.backend.cache.local.getRemainingTTL(key.slice(KEY_PREFIX.length));
       assert.ok(left > 0 && left <= 200, `the process keeps it for what is left of its time: ${left} ms`);
       await r.flushall();
       await wait(300);
