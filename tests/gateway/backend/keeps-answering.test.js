@@ -388,8 +388,13 @@ describe('availability', function () {
         await wait(10);
       }
       await c.until(() => (ids.every((id) => c.messages.some((m) => m.invokeId === id)) ? true : undefined), 5000, 'every reply');
-      const answered = c.messages.filter((m) => ids.includes(m.invokeId) && m.type === 'QUERY_RESP').length;
-      assert.ok(answered >= 27, `${answered} of 60 answered (the backend answers 30 in time)`);
+      const replies = c.messages.filter((m) => ids.includes(m.invokeId));
+      assert.equal(replies.length, 60, 'each query answered once');
+      // About 30 in time on a quiet machine; fewer on a busy one, whose pauses push more past the
+      // deadline: the circuit must stay closed either way, for a slow answer is no failure.
+      const answered = replies.filter((m) => m.type === 'QUERY_RESP').length;
+      assert.ok(answered > 0, `${answered} of 60 answered`);
+      assert.ok(replies.every((m) => m.type === 'QUERY_RESP' || m.status === STATUS.E_AG_HOST_ERROR1), JSON.stringify(replies.map((m) => m.status)));
       const health = await (await fetch(`http://127.0.0.1:${stack.adminPort}/health`)).json();
       assert.equal(health.backend.circuits[b.url].state, 'closed');
     });
