@@ -154,6 +154,18 @@ const SCHEMA = {
         'x-must': 'must be an http:// or https:// URL (or a list of them)',
       },
       strategy: oneOf(['failover', 'balance'], 'failover', { 'x-must': "must be 'failover' or 'balance'" }),
+      hedge: {
+        type: ['object', 'null', 'boolean'],
+        description: 'with several backend.url origins: a query with no answer after afterMs sends one more request to the next healthy '
+          + 'origin, the first answer wins (docs/safe-change.md); null or false = off, true = these defaults',
+        additionalProperties: false,
+        properties: {
+          afterMs: int(1, 30_000, 80, { description: 'how long the first request has to answer before the hedge goes; at most half of deadlineMs' }),
+          maxPercent: int(1, 100, 25, { description: 'hedges per 100 queries at most, over the last 10 s' }),
+        },
+        default: null,
+        'x-must': 'must be an object, true, false or null',
+      },
       engine: oneOf(ENGINE_NAMES, 'undici', {
         'x-env': 'GED145_ENGINE', 'x-flag': flag('engine', 'NAME', `HTTP client: ${ENGINE_NAMES.join(' or ')}`),
       }),
@@ -346,9 +358,9 @@ function defaultsOf(node) {
   return out;
 }
 
-/** The defaults of a section whose own default is null or absent (cache, breaker: the settings when it is on). */
+/** The defaults of a section whose own default is null or absent (cache, breaker, backend.hedge: the settings when it is on). */
 function sectionDefaults(name) {
-  const n = deref(SCHEMA.properties[name]);
+  const n = name.split('.').reduce((node, k) => deref(deref(node).properties[k]), SCHEMA);
   return Object.fromEntries(Object.entries(n.properties).map(([k, child]) => [k, defaultsOf(child)]));
 }
 
