@@ -154,18 +154,7 @@ const SCHEMA = {
         'x-must': 'must be an http:// or https:// URL (or a list of them)',
       },
       strategy: oneOf(['failover', 'balance'], 'failover', { 'x-must': "must be 'failover' or 'balance'" }),
-      hedge: {
-        type: ['object', 'null', 'boolean'],
-        description: 'with several backend.url origins: a query with no answer after afterMs sends one more request to the next healthy '
-          + 'origin, the first answer wins (docs/safe-change.md); null or false = off, true = these defaults',
-        additionalProperties: false,
-        properties: {
-          afterMs: int(1, 30_000, 80, { description: 'how long the first request has to answer before the hedge goes; at most half of deadlineMs' }),
-          maxPercent: int(1, 100, 25, { description: 'hedges per 100 queries at most, over the last 10 s' }),
-        },
-        default: null,
-        'x-must': 'must be an object, true, false or null',
-      },
+      hedge: { $ref: '#/definitions/hedge' },
       engine: oneOf(ENGINE_NAMES, 'undici', {
         'x-env': 'GED145_ENGINE', 'x-flag': flag('engine', 'NAME', `HTTP client: ${ENGINE_NAMES.join(' or ')}`),
       }),

@@ -45,9 +45,10 @@ class Failover {
     this.breakers = breakers;
     this.log = log;
     this.nextTarget = 0; // round robin position for 'balance'
-    this.hedge = targets.length > 1 ? hedge : null; // one origin: nowhere to hedge to
-    this.budget = this.hedge === null ? null : new HedgeBudget(this.hedge.maxPercent);
-    this.owner = owner;
+    // What each hedged query needs of the layer: its parts, not the layer. One origin: nowhere to hedge to.
+    this.hedging = hedge === null || targets.length < 2 ? null : Object.freeze({
+      next, retry, breakers, log, owner, afterMs: hedge.afterMs, budget: new HedgeBudget(hedge.maxPercent),
+    });
   }
 
   /** The base URLs in the order to try: as configured (failover) or from the next in turn (balance). */
@@ -62,7 +63,7 @@ class Failover {
   dispatch(request) {
     if (request.origin !== null) return this.next.dispatch(request);
     const order = this.candidates();
-    if (order.length > 1) return this.hedge === null ? this.inOrder(request, this.healthy(request, order)) : this.hedged(request, order);
+    if (order.length > 1) return this.hedging === null ? this.inOrder(request, this.healthy(request, order)) : this.hedged(request, order);
     return this.next.dispatch(toTarget(request, order[0], 1, null, false));
   }
 
@@ -80,24 +81,24 @@ class Failover {
       const last = i === tries.length - 1 || !this.retry.enabled;
       outcome = await this.next.dispatch(toTarget(request, tries[i], i + 1, i === 0 ? null : 'failover', !last));
       if (last || !NOT_SENT.has(outcome.reason) || request.deadlineAt - performance.now() < this.retry.minRemainingMs) return outcome;
-      this.retried(tries[i], outcome, request);
+      logRetry(this.log, tries[i], outcome, request);
     }
     return outcome;
   }
 
   hedged(request, order) {
-    this.budget.query();
+    this.hedging.budget.query();
     const tries = this.healthy(request, order);
     if (tries.length < 2) return this.inOrder(request, tries);
-    return new HedgedQuery(this, request, tries).run();
+    return new HedgedQuery(this.hedging, request, tries).run();
   }
+}
 
-  retried(from, outcome, request) {
-    if (this.log.isLevelEnabled('debug')) {
-      this.log.debug('backend retry on the next origin', {
-        from: from.origin, reason: outcome.reason, cause: outcome.detail, invokeId: request.query.invokeId,
-      });
-    }
+function logRetry(log, from, outcome, request) {
+  if (log.isLevelEnabled('debug')) {
+    log.debug('backend retry on the next origin', {
+      from: from.origin, reason: outcome.reason, cause: outcome.detail, invokeId: request.query.invokeId,
+    });
   }
 }
 
@@ -107,8 +108,9 @@ class Failover {
  * aborted. Both take their origins from one list, so that a retry never goes where the hedge went.
  */
 class HedgedQuery {
-  constructor(layer, request, tries) {
-    this.layer = layer;
+  /** parts: the layer's {next, retry, breakers, log, owner, afterMs, budget}. */
+  constructor(parts, request, tries) {
+    this.parts = parts;
     this.request = request;
     this.tries = tries;
     this.next = 0; // the index in tries of the next origin a request goes to
@@ -128,7 +130,7 @@ class HedgedQuery {
       const { signal, deadlineAt } = this.request;
       signal.addEventListener('abort', this);
       this.start(false);
-      const { afterMs } = this.layer.hedge;
+      const { afterMs } = this.parts;
       // The hedge would have less than afterMs left to answer in: none.
       if (deadlineAt - performance.now() >= 2 * afterMs) this.timer = setTimeout(hedgeDue, afterMs, this);
     });
@@ -146,35 +148,35 @@ class HedgedQuery {
 
   /** The lane's request; the first one's goes on to the next origin when it was never sent (as inOrder). */
   async send(lane) {
-    const { layer, request } = this;
-    const retry = layer.retry;
+    const { parts, request } = this;
+    const { retry } = parts;
     for (let retried = false; ; retried = true) {
       const i = this.next++;
       const elsewhere = lane.hedge || (retry.enabled && this.next < this.tries.length);
       const why = lane.hedge ? 'hedge' : retried ? 'failover' : null;
       lane.origin = this.tries[i].origin;
-      const outcome = await layer.next.dispatch(toTarget(request, this.tries[i], ++this.attempts, why, elsewhere, lane.signal));
+      const outcome = await parts.next.dispatch(toTarget(request, this.tries[i], ++this.attempts, why, elsewhere, lane.signal));
       if (lane.hedge || !elsewhere || this.done || this.next >= this.tries.length || !NOT_SENT.has(outcome.reason)
         || request.deadlineAt - performance.now() < retry.minRemainingMs) return outcome;
-      layer.retried(this.tries[i], outcome, request);
+      logRetry(parts.log, this.tries[i], outcome, request);
     }
   }
 
   /** hedge.afterMs passed: one more request, if the deadline, an origin and the budget allow it. */
   sendHedge() {
     this.timer = null;
-    const { layer, request } = this;
-    if (this.done || request.signal.aborted || request.deadlineAt - performance.now() < layer.hedge.afterMs) return;
+    const { parts, request } = this;
+    if (this.done || request.signal.aborted || request.deadlineAt - performance.now() < parts.afterMs) return;
     const { subtype } = request.query;
-    while (this.next < this.tries.length && layer.breakers.isOpen(this.tries[this.next].origin, subtype)) this.next++;
+    while (this.next < this.tries.length && parts.breakers.isOpen(this.tries[this.next].origin, subtype)) this.next++;
     if (this.next >= this.tries.length) return; // the first request is on the last origin already (a failover retry)
-    if (!layer.budget.take()) {
-      publishHedge(layer.owner, request.query, 'over_budget', this.tries[this.next].origin);
+    if (!parts.budget.take()) {
+      publishHedge(parts.owner, request.query, 'over_budget', this.tries[this.next].origin);
       return;
     }
-    if (layer.log.isLevelEnabled('debug')) {
-      layer.log.debug('backend hedge to the next origin', {
-        to: this.tries[this.next].origin, afterMs: layer.hedge.afterMs, invokeId: request.query.invokeId,
+    if (parts.log.isLevelEnabled('debug')) {
+      parts.log.debug('backend hedge to the next origin', {
+        to: this.tries[this.next].origin, afterMs: parts.afterMs, invokeId: request.query.invokeId,
       });
     }
     this.start(true);
@@ -193,7 +195,7 @@ class HedgedQuery {
     this.done = true;
     this.stop();
     for (const lane of this.lanes) if (lane !== winner && lane.outcome === null) lane.signal.abort(HEDGE_LOST);
-    if (this.lanes.length > 1) publishHedge(this.layer.owner, this.request.query, winner.hedge ? 'won' : 'lost', this.lanes[1].origin);
+    if (this.lanes.length > 1) publishHedge(this.parts.owner, this.request.query, winner.hedge ? 'won' : 'lost', this.lanes[1].origin);
     this.resolve(winner.outcome);
   }
 
