@@ -10,7 +10,8 @@
 //   Route       the query's route makes its request: the default contract, a REST route (its
 //               template, body, credentials, its own timeoutMs) or a handler module (its
 //               ctx.request goes down the layers below)
-//   Failover    the default contract's base URLs, as configured or in turn (backend.strategy)
+//   Failover    the default contract's base URLs, as configured or in turn (backend.strategy);
+//               with backend.hedge, one more request to the next origin when the first is slow
 //   Breaker     the lane of the route on the origin: its circuit and its pace (breakers.js)
 //   Answer      what the answer means for the route (classify.js), and what a failure tells
 //   Auth        the request's credentials; a 401 drops an OAuth2 token, the request goes once more
@@ -104,7 +105,7 @@ class Backend {
       [Answer, { figures: this.figures, warnings, routerGets }],
       [Breaker, this.breakers],
       [Failover, {
-        targets, strategy: config.backend.strategy, retry, breakers: this.breakers, log,
+        targets, strategy: config.backend.strategy, retry, breakers: this.breakers, log, hedge: availability.hedge, owner,
       }],
       [Route, {
         routes: this.routes,

@@ -20,6 +20,7 @@ const channels = Object.freeze({
   requestReconnect: dc.channel('ged145:backend:request:reconnect'),
   failure: dc.channel('ged145:backend:failure'),
   circuit: dc.channel('ged145:backend:circuit'),
+  hedge: dc.channel('ged145:backend:hedge'),
   token: dc.channel('ged145:backend:token'),
   handlerError: dc.channel('ged145:backend:handler-error'),
   cacheLookup: dc.channel('ged145:cache:lookup'),
@@ -38,7 +39,7 @@ const requestsWatched = () => channels.requestStart.hasSubscribers || channels.r
  * token request, or a query without a subtype), template (the route's path before its
  * placeholders were filled; null for a handler module's ctx.request, whose path the handler made),
  * attempt (1, then 2... for the same query's next request: the next origin, a new token after a
- * 401) and retry (why it was sent again: null, 'failover' or 'auth'). path is the path sent, which
+ * 401, the hedge) and retry (why it was sent besides the first: null, 'failover', 'auth' or 'hedge'). path is the path sent, which
  * holds caller data where the route's template has placeholders.
  */
 class RequestView {
@@ -128,6 +129,19 @@ function publishFailure(owner, origin, outcome) {
   }
 }
 
+/**
+ * A hedge decided (layers/failover.js): won (its answer was the query's), lost (the first
+ * request's outcome was: the hedge was aborted, or failed), over_budget (due, not sent). origin:
+ * where the hedge went, or would have.
+ */
+function publishHedge(owner, query, result, origin) {
+  if (channels.hedge.hasSubscribers) {
+    channels.hedge.publish({
+      gateway: owner, query, result, origin,
+    });
+  }
+}
+
 module.exports = {
-  channels, watch, resultOf, publishFailure,
+  channels, watch, resultOf, publishFailure, publishHedge,
 };

@@ -18,7 +18,7 @@ const {
 const { isObject } = require('../../lib/objects');
 const { ROUTE_KIND } = require('../../lib/route-kinds');
 const {
-  compileFallback, compileCache, compileBreaker, compileRetry,
+  compileFallback, compileCache, compileBreaker, compileRetry, compileHedge,
 } = require('./availability');
 const {
   SCHEMA, defaultsOf, leaves, publicSchema,
@@ -135,6 +135,7 @@ function problemsOf(c, sources = {}, parts = {}) {
     'needs engine undici (the default): the axios engine reaches backends directly');
   attempt(() => { parts.cache = compileCache(c.cache); });
   attempt(() => { parts.breaker = compileBreaker(c.breaker); });
+  attempt(() => { parts.hedge = compileHedge(c.backend.hedge, c.deadlineMs); });
   return problems;
 }
 
@@ -146,10 +147,11 @@ function validate(c, sources) {
   return parts;
 }
 
-/** availability: the top level's fallback, cache, breaker and retry, complete (a route's own are over these). */
+/** availability: the top level's fallback, cache, breaker and retry, complete (a route's own are over these); backend.hedge's. */
 function compileAvailability(c, checked, backend) {
   const availability = {
     fallback: compileFallback(c.fallback), cache: checked.cache, breaker: checked.breaker, retry: compileRetry(c.retry),
+    hedge: checked.hedge,
   };
   // The cache keys of queries no route names: the default contract's fingerprint.
   availability.cacheScope = cacheScope(availability.cache, routeFingerprint(null, {}, backend));
@@ -168,7 +170,12 @@ function compile(settings, {
   baseDir, env, fresh = false, configFile = settings.configFile ?? null, checked = null, sources = null,
 }) {
   const c = settings;
-  const pre = checked || { allowlist: compileAllowlist(c.allowlist), cache: compileCache(c.cache), breaker: compileBreaker(c.breaker) };
+  const pre = checked || {
+    allowlist: compileAllowlist(c.allowlist),
+    cache: compileCache(c.cache),
+    breaker: compileBreaker(c.breaker),
+    hedge: compileHedge(c.backend.hedge, c.deadlineMs),
+  };
   const availability = compileAvailability(c, pre, c.backend);
   const problems = [];
   const attempt = (fn, under = null) => {

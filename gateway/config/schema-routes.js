@@ -69,6 +69,18 @@ const DEFINITIONS = {
     default: null,
     'x-must': 'must be an object or null',
   },
+  hedge: {
+    type: ['object', 'null', 'boolean'],
+    description: 'with several backend.url origins: a query with no answer after afterMs sends one more request to the next healthy '
+      + 'origin, the first answer wins (docs/safe-change.md); null or false = off, true = these defaults',
+    additionalProperties: false,
+    properties: {
+      afterMs: int(1, 30_000, 80, { description: 'how long the first request has to answer before the hedge goes; at most half of deadlineMs' }),
+      maxPercent: int(1, 100, 25, { description: 'hedges per 100 queries at most, over the last 10 s' }),
+    },
+    default: null,
+    'x-must': 'must be an object, true, false or null',
+  },
   auth: {
     type: ['object', 'null', 'boolean'],
     description: 'how backend requests authenticate: oauth2 (client credentials), basic or bearer; null or false = none',

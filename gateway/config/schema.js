@@ -154,6 +154,7 @@ const SCHEMA = {
         'x-must': 'must be an http:// or https:// URL (or a list of them)',
       },
       strategy: oneOf(['failover', 'balance'], 'failover', { 'x-must': "must be 'failover' or 'balance'" }),
+      hedge: { $ref: '#/definitions/hedge' },
       engine: oneOf(ENGINE_NAMES, 'undici', {
         'x-env': 'GED145_ENGINE', 'x-flag': flag('engine', 'NAME', `HTTP client: ${ENGINE_NAMES.join(' or ')}`),
       }),
@@ -346,9 +347,9 @@ function defaultsOf(node) {
   return out;
 }
 
-/** The defaults of a section whose own default is null or absent (cache, breaker: the settings when it is on). */
+/** The defaults of a section whose own default is null or absent (cache, breaker, backend.hedge: the settings when it is on). */
 function sectionDefaults(name) {
-  const n = deref(SCHEMA.properties[name]);
+  const n = name.split('.').reduce((node, k) => deref(deref(node).properties[k]), SCHEMA);
   return Object.fromEntries(Object.entries(n.properties).map(([k, child]) => [k, defaultsOf(child)]));
 }
 

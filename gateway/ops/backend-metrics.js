@@ -87,6 +87,13 @@ class BackendMetrics {
     this.retries = new client.Counter({
       name: `${prefix}backend_retries_total`, help: 'Requests sent again to the next origin after the first never reached its backend', registers,
     });
+    this.hedges = new client.Counter({
+      name: `${prefix}backend_hedges_total`,
+      help: 'Hedged requests (backend.hedge), by result: won (its answer was the query\'s), lost (the first request\'s was), '
+        + 'over_budget (due, not sent: backend.hedge.maxPercent reached)',
+      labelNames: ['result'],
+      registers,
+    });
     this.reconnects = new client.Counter({
       name: `${prefix}backend_reconnects_total`,
       help: 'Requests sent again on another connection after a reused keep-alive connection broke before any answer',
@@ -185,6 +192,10 @@ const SUBSCRIBERS = [
   [channels.requestReconnect, ({ gateway }) => {
     const m = watched.get(gateway);
     if (m !== undefined) m.reconnects.inc();
+  }],
+  [channels.hedge, ({ gateway, result }) => {
+    const m = watched.get(gateway);
+    if (m !== undefined) m.hedges.labels(result).inc();
   }],
   [channels.failure, ({ gateway, reason }) => {
     const m = watched.get(gateway);
