@@ -98,6 +98,22 @@ function replyOf(e, redact) {
   return out;
 }
 
+/**
+ * Of a query's requests, the one whose result the query got: the last that was not cut because
+ * another answered first (a hedged request's loser, or the first request when the hedge won, ends
+ * `aborted`), else the last; `attempts` counts every request, a hedge too.
+ */
+function answeringRequest(all) {
+  let pick = all[all.length - 1];
+  for (let i = all.length - 1; i >= 0; i--) {
+    if (all[i].result !== 'aborted') {
+      pick = all[i];
+      break;
+    }
+  }
+  return { ...pick, attempts: Math.max(...all.map((r) => r.attempts)) };
+}
+
 /** One record, as its line: RouterCallDay and RouterCallKey first, where `ged145 why` looks. */
 function recordOf(e, redact, worker) {
   const q = e.query.fields;
@@ -152,7 +168,7 @@ class DecisionLog {
     this.loggedAt = null;
     this.idle = null; // resolves when the queue is written (close)
     this.ended = false;
-    this.requests = new WeakMap(); // a sampled query (the core's message) -> its last backend request
+    this.requests = new WeakMap(); // a sampled query (the core's message) -> its backend requests, in the order they started
     this.counters = counters(registry);
     this.subscribers = [
       [core.querySettle, (m) => this.onSettle(m)],
@@ -170,15 +186,19 @@ class DecisionLog {
 
   onRequestStart({ gateway, query, request }) {
     if (gateway !== this.gateway || query === null || request.kind !== 'query' || !this.sampled(query)) return;
-    this.requests.set(query, {
+    const started = {
       method: request.method, template: request.template, origin: request.origin, attempts: request.attempt, result: null,
-    });
+    };
+    const all = this.requests.get(query);
+    if (all === undefined) this.requests.set(query, [started]);
+    else all.push(started);
   }
 
   onRequestEnd(request, result) {
     if (request.query === null || request.gateway !== this.gateway) return;
-    const r = this.requests.get(request.query);
-    if (r !== undefined && r.origin === request.origin && r.attempts === request.attempt) r.result = result;
+    const all = this.requests.get(request.query);
+    const r = all === undefined ? undefined : all.find((x) => x.origin === request.origin && x.attempts === request.attempt);
+    if (r !== undefined) r.result = result;
   }
 
   onSettle({
@@ -189,8 +209,9 @@ class DecisionLog {
       this.drop(1);
       return;
     }
-    const request = this.requests.get(query.fields);
-    if (request !== undefined) this.requests.delete(query.fields);
+    const all = this.requests.get(query.fields);
+    if (all !== undefined) this.requests.delete(query.fields);
+    const request = all === undefined ? undefined : answeringRequest(all);
     this.queue.push({
       at: Date.now(),
       session: session.id,
