@@ -38,6 +38,4 @@ function fieldValue(q, name) {
 /** How a setting's message lists the names: "subtype, clid, ..., vars.N, ecc.NAME". */
 const listed = (fields) => [...fields, 'vars.N', 'ecc.NAME'].join(', ');
 
-module.exports = {
-  CALLER_FIELDS, PLACEHOLDER_FIELDS, KEY_FIELDS, TARGET_FIELDS, TARGET_PATTERN, VAR_KEY, isPlaceholder, isKeyField, fieldValue, listed,
-};
+module.exports = { CALLER_FIELDS, KEY_FIELDS, TARGET_FIELDS, TARGET_PATTERN, isPlaceholder, isKeyField, fieldValue, listed };

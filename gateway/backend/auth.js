@@ -378,4 +378,4 @@ class CredentialsBook {
   }
 }
 
-module.exports = { createCredentials, CredentialsBook };
+module.exports = { CredentialsBook };

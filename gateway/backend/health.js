@@ -289,4 +289,4 @@ function shown(lanes, now) {
   return { state, lastQueryAt: iso(last), evidenceAgeS: ageS(last, now) };
 }
 
-module.exports = { BackendHealth, LaneHealth, IDLE_AFTER_MS };
+module.exports = { BackendHealth };

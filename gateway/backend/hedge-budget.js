@@ -67,4 +67,4 @@ class HedgeBudget {
   }
 }
 
-module.exports = { HedgeBudget, WINDOW_MS, MIN_HEDGES };
+module.exports = { HedgeBudget, WINDOW_MS };

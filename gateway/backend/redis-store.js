@@ -188,6 +188,4 @@ class RedisStore {
   }
 }
 
-module.exports = {
-  RedisStore, STATES, COMMAND_TIMEOUT_MS, TIMEOUTS_TO_DOWN, SILENT_MS, MAX_IN_FLIGHT,
-};
+module.exports = { RedisStore, STATES, MAX_IN_FLIGHT };

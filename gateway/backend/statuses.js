@@ -97,6 +97,4 @@ function errorText(text, spec, status) {
 /** One line of printable ASCII without markup. */
 const PLAIN_LINE = /^[\x20-\x3b\x3d\x3f-\x7e]+\r?\n?$/;
 
-module.exports = {
-  statusMap, kindOf, statusReason, errorText, parseBody, errorAt, formatOf, UNAUTHORIZED, FOREIGN,
-};
+module.exports = { statusMap, kindOf, statusReason, errorText, parseBody, formatOf, UNAUTHORIZED };

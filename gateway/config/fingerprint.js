@@ -105,6 +105,4 @@ function cacheScope(cache, fingerprint) {
   return cache.namespace === null || cache.namespace === undefined ? `${fingerprint}:` : `${cache.namespace}:${fingerprint}:`;
 }
 
-module.exports = {
-  routeFingerprint, cacheScope, canonical, NOT_MEANING,
-};
+module.exports = { routeFingerprint, cacheScope, canonical };

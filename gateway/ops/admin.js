@@ -154,4 +154,4 @@ function listenAdmin(app, port, host) {
   });
 }
 
-module.exports = { createAdminApp, startAdmin };
+module.exports = { startAdmin };

@@ -234,4 +234,4 @@ function watchBackend(metrics, gateway) {
   return figures;
 }
 
-module.exports = { watchBackend, BackendMetrics };
+module.exports = { watchBackend };

@@ -173,6 +173,4 @@ async function runWorker(config, { listenFd = null, generation = 0 } = {}) {
   return worker;
 }
 
-module.exports = {
-  runWorker, Worker, WorkerReloads, QUESTIONS,
-};
+module.exports = { runWorker, Worker, QUESTIONS };

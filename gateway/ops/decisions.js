@@ -314,6 +314,4 @@ function startDecisions(config, options) {
   return new DecisionLog(settings, options);
 }
 
-module.exports = {
-  startDecisions, DecisionLog, callShare, fileOf, MAX_QUEUED,
-};
+module.exports = { startDecisions, DecisionLog, callShare, MAX_QUEUED };

@@ -77,14 +77,6 @@ class Reports {
   }
 }
 
-/** One {halfHours, objectives} from several processes' (a cluster's workers'). */
-function mergeReports(list) {
-  return {
-    halfHours: mergeHalfHours(list.map((r) => r.halfHours)),
-    objectives: mergeObjectives(list.map((r) => r.objectives)),
-  };
-}
-
 /**
  * A cluster primary's view of its workers' reports: their answers added, a worker that did not
  * answer counted with its last one, and the half hours and objective counts of workers that exited
@@ -137,4 +129,4 @@ class WorkerReports {
   }
 }
 
-module.exports = { Reports, mergeReports, WorkerReports };
+module.exports = { Reports, WorkerReports };

@@ -275,4 +275,4 @@ class QuerySpans {
   }
 }
 
-module.exports = { QuerySpans, peerOf };
+module.exports = { QuerySpans };
