@@ -13,7 +13,7 @@ const { keptAnswer } = require('./answer/writer');
 const { channels } = require('./session/diagnostics');
 const { HandlerFaults } = require('./backend/user-code');
 const { holdRestartSettings } = require('./config/restart');
-const { ROUTE_KIND } = require('../lib/route-kinds');
+const { ROUTE_KIND } = require('./route-kinds');
 const { createLogger, applyLogSettings } = require('../lib/logger');
 const { PendingHandshakes } = require('./tls-handshakes');
 

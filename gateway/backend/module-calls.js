@@ -14,7 +14,7 @@ const { runAs, currentCall, markError } = require('./user-code');
 const { messageOf } = require('../../lib/errors');
 const { BackendRequestError } = require('./errors');
 const { hideCallerData } = require('../../lib/redact');
-const { isObject } = require('../../lib/objects');
+const { isObject } = require('../objects');
 const { text: { printable } } = require('../../lib/protocol');
 
 /** Router-supplied text for a log field: printable, bounded. */

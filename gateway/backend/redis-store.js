@@ -28,7 +28,7 @@
 // moment; a Redis that answers nothing goes on making them.
 
 const { performance } = require('node:perf_hooks');
-const { LogThrottle } = require('../../lib/log-throttle');
+const { LogThrottle } = require('../log-throttle');
 const { channels } = require('./diagnostics');
 const { SILENT_LOG } = require('./silent-log');
 

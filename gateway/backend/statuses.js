@@ -19,7 +19,7 @@
 
 const { KIND, REASON, httpReason } = require('./outcome');
 const { JSON_FORMAT, NotInFormat, readBody } = require('./formats');
-const { ROUTE_KIND } = require('../../lib/route-kinds');
+const { ROUTE_KIND } = require('../route-kinds');
 
 /** kindOf()'s answer for 401/403 unmapped: a host error of its own (the token is dropped, the auth warned about). */
 const UNAUTHORIZED = 'unauthorized';

@@ -16,7 +16,7 @@
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
-const { ROUTE_KIND } = require('../../lib/route-kinds');
+const { ROUTE_KIND } = require('../route-kinds');
 
 /** Route keys that say when or whether a request is sent, or what to do when it fails: not what an answer means. */
 const NOT_MEANING = new Set(['timeoutMs', 'idempotent', 'fallback', 'cache', 'breaker']);

@@ -15,8 +15,8 @@ const { compileAllowlist } = require('./allowlist');
 const {
   compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, hasCredentials, secretPath,
 } = require('./backend');
-const { isObject } = require('../../lib/objects');
-const { ROUTE_KIND } = require('../../lib/route-kinds');
+const { isObject } = require('../objects');
+const { ROUTE_KIND } = require('../route-kinds');
 const {
   compileFallback, compileCache, compileBreaker, compileRetry, compileHedge,
 } = require('./availability');

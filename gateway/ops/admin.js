@@ -8,7 +8,7 @@ const net = require('node:net');
 const os = require('node:os');
 const express = require('express');
 const { listenError } = require('../../lib/errors');
-const { LogThrottle } = require('../../lib/log-throttle');
+const { LogThrottle } = require('../log-throttle');
 const { statusPage } = require('./status-page');
 const { halfHourCsv } = require('./half-hour');
 

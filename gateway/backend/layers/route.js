@@ -14,9 +14,9 @@ const { asAbortSignal } = require('../abort');
 const { PlaceholderError } = require('../errors');
 const { appError, hostError, REASON } = require('../outcome');
 const { ModuleCalls, logText } = require('../module-calls');
-const { LogThrottle } = require('../../../lib/log-throttle');
+const { LogThrottle } = require('../../log-throttle');
 const { ACCEPT_ENCODING } = require('../engines');
-const { ROUTE_KIND } = require('../../../lib/route-kinds');
+const { ROUTE_KIND } = require('../../route-kinds');
 
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json', accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING });
 
