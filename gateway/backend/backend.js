@@ -139,8 +139,24 @@ class Backend {
       }],
       [Cache, { cache: this.cache, owner }],
     );
-    const candidates = this.candidateChains(config, { routeOptions, retry, owner });
     this.canaries = new Map(); // subtype -> CanaryWindow
+    this.chain = compose(
+      live,
+      ...this.candidateLayers(config, {
+        routeOptions, retry, owner, log, keepAnswer, keepError,
+      }),
+      [Substitute],
+    );
+  }
+
+  /**
+   * The Shadow and Canary layers the routes ask for ([Layer, options] pairs, none when no route
+   * names a candidate: the live path then has neither), over each candidate's chain.
+   */
+  candidateLayers(config, {
+    routeOptions, retry, owner, log, keepAnswer, keepError,
+  }) {
+    const candidates = this.candidateChains(config, { routeOptions, retry, owner });
     const shadows = new Map(); // subtype -> {candidate, sample, chain}
     for (const [subtype, route] of this.routes) {
       if (route.shadow) shadows.set(subtype, { ...route.shadow, chain: candidates.get(route.shadow.candidate) });
@@ -149,14 +165,12 @@ class Backend {
       }
     }
     const reply = keepAnswer === undefined ? undefined : { answer: keepAnswer, error: keepError || String };
-    this.chain = compose(
-      live,
+    return [
       ...(shadows.size > 0 ? [[Shadow, {
         shadows, reply, deadlineMs: config.deadlineMs, owner,
       }]] : []),
       ...(this.canaries.size > 0 ? [[Canary, { canaries: this.canaries, owner }]] : []),
-      [Substitute],
-    );
+    ];
   }
 
   /**

@@ -223,11 +223,8 @@ const SCHEMA = {
       'x-must': 'must be an object of subtype -> route',
     },
     candidates: {
-      type: 'object',
-      additionalProperties: CANDIDATE,
-      default: {},
+      type: 'object', additionalProperties: CANDIDATE, default: {}, 'x-must': 'must be an object of name -> candidate route',
       description: 'named routes under test, that routes.<subtype>.shadow and .canary send queries to (docs/safe-change.md)',
-      'x-must': 'must be an object of name -> candidate route',
     },
     fallback: { $ref: '#/definitions/fallback' },
     cache: { $ref: '#/definitions/cache' },
