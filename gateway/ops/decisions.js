@@ -119,7 +119,7 @@ function recordOf(e, redact, worker) {
     backendResult: r === undefined ? null : r.result,
     outcome: e.outcome,
     status: e.status,
-    source: SOURCE[e.outcome] || null,
+    source: e.canary && SOURCE[e.outcome] === 'backend' ? 'canary' : SOURCE[e.outcome] || null,
     ms: Math.round(e.ms * 100) / 100,
     late: e.late,
     traceId: e.query.labels.trace_id || null,
@@ -153,12 +153,14 @@ class DecisionLog {
     this.idle = null; // resolves when the queue is written (close)
     this.ended = false;
     this.requests = new WeakMap(); // a sampled query (the core's message) -> its last backend request
+    this.canaries = new WeakSet(); // the queries a canary's candidate answered (their QUERY_REQ)
     this.counters = counters(registry);
     this.subscribers = [
       [core.querySettle, (m) => this.onSettle(m)],
       [backend.requestStart, (m) => this.onRequestStart(m)],
       [backend.requestEnd, (m) => this.onRequestEnd(m.request, m.result)],
       [backend.requestError, (m) => this.onRequestEnd(m.request, m.reason)],
+      [backend.canaryAnswer, (m) => this.onCanary(m)],
     ];
     for (const [channel, fn] of this.subscribers) channel.subscribe(fn);
     this.writeNext = () => this.writeSlice();
@@ -173,6 +175,10 @@ class DecisionLog {
     this.requests.set(query, {
       method: request.method, template: request.template, origin: request.origin, attempts: request.attempt, result: null,
     });
+  }
+
+  onCanary({ gateway, query }) {
+    if (gateway === this.gateway) this.canaries.add(query);
   }
 
   onRequestEnd(request, result) {
@@ -204,6 +210,7 @@ class DecisionLog {
       late,
       reply: reply === undefined ? null : reply,
       request,
+      canary: this.canaries.has(query.fields),
     });
     if (!this.writing) {
       this.writing = true;

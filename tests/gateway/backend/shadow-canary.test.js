@@ -12,7 +12,10 @@ const assert = require('node:assert/strict');
 const http = require('node:http');
 const dc = require('node:diagnostics_channel');
 const { performance } = require('node:perf_hooks');
+const fs = require('node:fs');
+const path = require('node:path');
 const { startStack, startTestBackend } = require('../../helpers/stack');
+const { tmpDir } = require('../../helpers/tmp');
 const { WireClient } = require('../../helpers/wire');
 const { callHash } = require('../../../gateway/backend/canary-window');
 
@@ -188,6 +191,7 @@ describe('canary', function () {
   const DAY = 20_140;
   let candidate;
   let stack;
+  const decisions = path.join(tmpDir(), 'decisions.jsonl');
 
   before(async () => {
     candidate = await startCandidate();
@@ -195,6 +199,7 @@ describe('canary', function () {
     stack = await startStack({
       gateway: {
         deadlineMs: 1000,
+        decisions: { file: decisions, sample: 1 },
         candidates: { v2: { backend: candidate.server.url } },
         routes: {
           echo: {
@@ -248,6 +253,18 @@ describe('canary', function () {
     assert.ok(othersPicked / others > 0.2 && othersPicked / others < 0.4, `percent 30 picked ${othersPicked} of ${others}`);
     const metrics = (await get(stack.adminPort, '/metrics')).body;
     assert.equal(samples(metrics, 'ged145_canary_total')['subtype="echo",candidate="v2"'], 2 * (othersPicked + queries.length / 10));
+    // The decision log says which answers were the candidate's.
+    const deadline = Date.now() + 10_000;
+    let records = [];
+    while (records.length < 2 * queries.length && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      records = fs.existsSync(decisions) ? fs.readFileSync(decisions, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+    }
+    assert.equal(records.length, 2 * queries.length);
+    for (const r of records) {
+      const picked = r.query.dn === DN || callHash(DAY, r.routerCallKey) % 10_000 < 3000;
+      assert.equal(r.source, picked ? 'canary' : 'backend', `record of RouterCallKey ${r.routerCallKey}`);
+    }
     for (const c of sides) c.close();
   });
 
