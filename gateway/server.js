@@ -9,7 +9,7 @@ const { STATUS, createProfile, serializerFor } = require('../lib/protocol');
 const { Session } = require('./session/session');
 const { SessionHost } = require('./session/host');
 const { Backend } = require('./backend');
-const { keptAnswer } = require('./answer/writer');
+const { keptAnswer, keptError } = require('./answer/writer');
 const { channels } = require('./session/diagnostics');
 const { HandlerFaults } = require('./backend/user-code');
 const { holdRestartSettings } = require('./config/restart');
@@ -251,6 +251,7 @@ class Gateway extends SessionHost {
       cache,
       previous,
       keepAnswer: keptAnswer(config.limits.maxMessageLength, config.answers),
+      keepError: keptError,
       faults: this.faults,
     });
   }

@@ -17,6 +17,12 @@
 //   Auth        the request's credentials; a 401 drops an OAuth2 token, the request goes once more
 //   Transport   the engine (engines/), the origin's figures, the request channels (diagnostics.js)
 //
+// Two layers join the top when a route asks for them, and cost nothing otherwise (they are not in
+// the chain): Canary, under Substitute, answers a canary's queries from its candidate; Shadow, under
+// it, sends a sampled query to its candidate once the live outcome is known, and compares the two.
+// A candidate (candidates.<name>) is a chain of its own from Route down, composed here the same
+// way, with its own circuits, health and figures: what it does never touches the live route's.
+//
 // Above Route a layer gets the query's ctx {query, signal, deadlineAt, substitutes}; from Route
 // down, a request: the engine's (engines/index.js) with what the layers read (spec, credentials,
 // deadlineAt, timeoutMs, elsewhere) and whose it is for the channels' subscribers (kind, query,
@@ -36,7 +42,10 @@ const { QueryHandle } = require('./handle');
 const { Substitutes } = require('./substitutes');
 const { Warnings } = require('./warnings');
 const { ROUTE_KIND } = require('../route-kinds');
+const { CanaryWindow } = require('./canary-window');
 const { Substitute } = require('./layers/substitute');
+const { Canary } = require('./layers/canary');
+const { Shadow } = require('./layers/shadow');
 const { Cache } = require('./layers/cache');
 const { Route } = require('./layers/route');
 const { Failover } = require('./layers/failover');
@@ -58,10 +67,11 @@ class Backend {
    * previous: the Backend this one replaces (a reload): its OAuth2 tokens are taken over, not
    * fetched again, and its health's history kept; keepAnswer: the form a new cache keeps an answer
    * in (the gateway gives answer/'s keptAnswer); faults: the gateway's record of its handler
-   * modules' errors (user-code.js), kept across reloads.
+   * modules' errors (user-code.js), kept across reloads; keepError: the ERROR text a FAILURE_CONF
+   * carries (answer/'s keptError): with keepAnswer, what shadow traffic compares.
    */
   constructor(config, {
-    log = SILENT_LOG, owner = null, cache, previous = null, keepAnswer, faults = null,
+    log = SILENT_LOG, owner = null, cache, previous = null, keepAnswer, keepError, faults = null,
   } = {}) {
     this.owner = owner;
     this.routes = config.compiledRoutes; // a Map: subtypes such as "__proto__" or "constructor" are plain keys
@@ -97,7 +107,20 @@ class Backend {
     }
     const warnings = new Warnings(log);
     const { retry } = availability;
-    this.chain = compose(
+    const routeOptions = {
+      headers: runtime.headers,
+      authConfigured: runtime.auth !== null,
+      auth,
+      scope,
+      book: this.credentials,
+      previous: previousBook,
+      deadlineMs: config.deadlineMs,
+      log,
+      redact: config.log.redact,
+      faults: this.faults,
+      scopes: this.scopes,
+    };
+    const live = compose(
       new Transport(this.engine, {
         owner, figures: this.figures, warnings, deadlineMs: config.deadlineMs,
       }),
@@ -113,21 +136,95 @@ class Backend {
         contract: { statuses: statusMap(config.backend.statuses), errorPath: config.backend.errorPath || 'error', mapping: null },
         hasContract: targets.length > 0,
         target: targets.length === 1 ? targets[0] : null,
-        headers: runtime.headers,
-        authConfigured: runtime.auth !== null,
-        auth,
-        scope,
-        book: this.credentials,
-        previous: previousBook,
-        deadlineMs: config.deadlineMs,
-        log,
-        redact: config.log.redact,
-        faults: this.faults,
-        scopes: this.scopes,
+        ...routeOptions,
       }],
       [Cache, { cache: this.cache, owner }],
+    );
+    this.canaries = new Map(); // subtype -> CanaryWindow
+    this.chain = compose(
+      live,
+      ...this.candidateLayers(config, {
+        routeOptions, retry, owner, log, keepAnswer, keepError,
+      }),
       [Substitute],
     );
+  }
+
+  /**
+   * The Shadow and Canary layers the routes ask for ([Layer, options] pairs, none when no route
+   * names a candidate: the live path then has neither), over each candidate's chain.
+   */
+  candidateLayers(config, {
+    routeOptions, retry, owner, log, keepAnswer, keepError,
+  }) {
+    const candidates = this.candidateChains(config, { routeOptions, retry, owner });
+    const shadows = new Map(); // subtype -> {candidate, sample, chain}
+    for (const [subtype, route] of this.routes) {
+      if (route.shadow) shadows.set(subtype, { ...route.shadow, chain: candidates.get(route.shadow.candidate) });
+      if (route.canary) {
+        this.canaries.set(subtype, new CanaryWindow(subtype, route.canary, candidates.get(route.canary.candidate), { log, owner }));
+      }
+    }
+    const reply = keepAnswer === undefined ? undefined : { answer: keepAnswer, error: keepError || String };
+    return [
+      ...(shadows.size > 0 ? [[Shadow, {
+        shadows, reply, deadlineMs: config.deadlineMs, owner,
+      }]] : []),
+      ...(this.canaries.size > 0 ? [[Canary, { canaries: this.canaries, owner }]] : []),
+    ];
+  }
+
+  /**
+   * name -> the chain of each candidate a route names: Route down to Transport, as the live one,
+   * with circuits, health and origin figures of its own and no log of its own (a candidate failing
+   * is what shadow and canary report; its lines would read as the live backend's). Each subtype
+   * that names it finds it as its route.
+   */
+  candidateChains(config, { routeOptions, retry, owner }) {
+    const chains = new Map();
+    this.candidateFigures = new Map(); // name -> OriginFigures
+    this.candidateHealth = [];
+    for (const [name, candidate] of config.compiledCandidates) {
+      const subtypes = [...this.routes].filter(([, r]) => (r.shadow && r.shadow.candidate === name)
+        || (r.canary && r.canary.candidate === name)).map(([subtype]) => subtype);
+      if (subtypes.length === 0) continue;
+      const routes = new Map(subtypes.map((subtype) => [subtype, candidate]));
+      const targets = baseUrls(candidate.baseUrl);
+      const health = new BackendHealth({
+        log: SILENT_LOG, routerGets: 'nothing: a candidate answers no query alone', previous: null, keeps: calledOrigins(targets, routes),
+      });
+      const breakers = breakersFor(routes, config.availability.breaker, config.backend, { log: SILENT_LOG, owner, health });
+      const figures = new OriginFigures(owner);
+      this.candidateFigures.set(name, figures);
+      this.candidateHealth.push(health);
+      const warnings = new Warnings(SILENT_LOG);
+      if (candidate.kind === ROUTE_KIND.MODULE) {
+        this.scopes.set(candidate, handlerScope(subtypes[0], candidate, this.faults, config.log.redact));
+      }
+      chains.set(name, compose(
+        new Transport(this.engine, {
+          owner, figures, warnings, deadlineMs: config.deadlineMs,
+        }),
+        [Auth, { retry, figures }],
+        [Answer, { figures, warnings, routerGets: 'nothing' }],
+        [Breaker, breakers],
+        [Failover, {
+          targets, strategy: config.backend.strategy, retry, breakers, log: SILENT_LOG,
+        }],
+        [Route, {
+          ...routeOptions,
+          routes,
+          contract: { statuses: statusMap(config.backend.statuses), errorPath: config.backend.errorPath || 'error', mapping: null },
+          hasContract: targets.length > 0,
+          target: targets.length === 1 ? targets[0] : null,
+          // backend.headers and backend.auth go to backend.url's origins only (scope.js): a candidate elsewhere gets neither.
+          headers: targets.length > 0 && routeOptions.scope.includes(targets[0].origin) ? routeOptions.headers : {},
+          auth: targets.length > 0 && !routeOptions.scope.includes(targets[0].origin) ? null : routeOptions.auth,
+          log: SILENT_LOG,
+        }],
+      ));
+    }
+    return chains;
   }
 
   /**
@@ -170,6 +267,7 @@ class Backend {
       origins: this.figures.toJSON(this.health.originsJSON()),
       auth: this.credentials.toJSON(),
       cache: this.cacheFigures(),
+      ...(this.canaries.size > 0 ? { canaries: Object.fromEntries([...this.canaries].map(([subtype, c]) => [subtype, c.toJSON()])) } : {}),
     };
   }
 
@@ -177,6 +275,7 @@ class Backend {
     if (this.cache !== null && !keepCache) await this.cache.close();
     for (const scope of this.scopes.values()) dropScope(scope);
     this.health.close(); // circuits hold no timers: a probe goes when a call asks for one
+    for (const health of this.candidateHealth) health.close();
     this.credentials.close();
     await this.engine.close();
   }

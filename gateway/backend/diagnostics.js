@@ -25,6 +25,9 @@ const channels = Object.freeze({
   handlerError: dc.channel('ged145:backend:handler-error'),
   cacheLookup: dc.channel('ged145:cache:lookup'),
   cacheStoreError: dc.channel('ged145:cache:store-error'),
+  shadowResult: dc.channel('ged145:shadow:result'),
+  canaryAnswer: dc.channel('ged145:canary:answer'),
+  canaryRollback: dc.channel('ged145:canary:rollback'),
 });
 
 /** Whether any subscriber wants to see requests one by one: only then is a request's view made. */
@@ -35,8 +38,9 @@ const requestsWatched = () => channels.requestStart.hasSubscribers || channels.r
  * What a subscriber sees of one HTTP request (`request` in the request channels' messages), made
  * only while someone watches. sent: the engine's request, which also says whose it is: kind
  * ('query': a query's request, or a handler module's ctx.request; 'token': an OAuth2 token
- * request), query (null for a token request), route (the subtype whose request it is; null for a
- * token request, or a query without a subtype), template (the route's path before its
+ * request; 'shadow': a query's copy sent to a candidate, layers/shadow.js), query (null for a
+ * token request), route (the subtype whose request it is; null for a token request, or a query
+ * without a subtype), template (the route's path before its
  * placeholders were filled; null for a handler module's ctx.request, whose path the handler made),
  * attempt (1, then 2... for the same query's next request: the next origin, a new token after a
  * 401, the hedge) and retry (why it was sent besides the first: null, 'failover', 'auth' or 'hedge'). path is the path sent, which

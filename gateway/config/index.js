@@ -9,7 +9,7 @@ const { des, resolveProfile, ProfileError } = require('../../lib/protocol');
 const { ConfigError } = require('../../lib/errors');
 const { readRegularFile, parseJson } = require('../../lib/files');
 const { checkLogFile } = require('../../lib/logger');
-const { compileRoute } = require('./routes');
+const { compileRoute, compileCandidate } = require('./routes');
 const { routeFingerprint, cacheScope } = require('./fingerprint');
 const { compileAllowlist } = require('./allowlist');
 const {
@@ -49,7 +49,7 @@ const ENV = Object.fromEntries([...leaves()].filter(([, n]) => n['x-env']).map((
 }));
 
 /** Objects whose keys are the user's (subtypes, header names) or whole answers: taken whole, never merged key by key. */
-const OPAQUE_KEYS = new Set(['routes', 'headers', 'headerFiles', 'fallback', 'cache', 'auth']);
+const OPAQUE_KEYS = new Set(['routes', 'candidates', 'headers', 'headerFiles', 'fallback', 'cache', 'auth']);
 const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 const MAX_KEY_FILE_BYTES = 4096;
 
@@ -202,11 +202,27 @@ function compile(settings, {
     }), `routes.${subtype}`);
     if (compiled !== null) compiledRoutes.set(subtype, compiled);
   }
+  const compiledCandidates = new Map();
+  for (const [name, candidate] of Object.entries(c.candidates)) {
+    const compiled = attempt(() => compileCandidate(candidate, {
+      baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh, backend: c.backend, sources,
+    }), `candidates.${name}`);
+    if (compiled !== null) compiledCandidates.set(name, compiled);
+  }
+  for (const [subtype, route] of compiledRoutes) {
+    for (const use of ['shadow', 'canary']) {
+      const name = route[use] === null ? null : route[use].candidate;
+      if (name === null || Object.hasOwn(c.candidates, name)) continue;
+      const known = Object.keys(c.candidates);
+      const have = known.length === 0 ? 'candidates is empty' : `candidates: ${known.join(', ')}`;
+      problems.push(`routes.${subtype}.${use}.candidate: no candidate named '${name}' (${have})`);
+    }
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   const desKey = readDesKey(c, baseDir, env);
   if (c.des.require && desKey === null) throw new ConfigError(['des.require is true but no DES key is configured (GED145_DES_KEY or des.keyFile)']);
   return new CompiledConfig(c, {
-    compiledRoutes, availability, backendRuntime, listenerTls, allowlistFilter: c.allowlist.length > 0 ? pre.allowlist : null, desKey,
+    compiledRoutes, compiledCandidates, availability, backendRuntime, listenerTls, allowlistFilter: c.allowlist.length > 0 ? pre.allowlist : null, desKey,
   }, { baseDir, configFile });
 }
 

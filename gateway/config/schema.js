@@ -19,7 +19,7 @@ const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
 const {
   int, bool, oneOf, path, section, flag, intMap,
 } = require('./schema-nodes');
-const { DEFINITIONS, ROUTE } = require('./schema-routes');
+const { DEFINITIONS, ROUTE, CANDIDATE } = require('./schema-routes');
 
 const SCHEMA_URI = 'http://json-schema.org/draft-07/schema#';
 const SCHEMA_ID = 'https://ged145.invalid/schemas/gateway.json';
@@ -222,6 +222,10 @@ const SCHEMA = {
     routes: {
       type: 'object', additionalProperties: ROUTE, default: {}, description: 'per-subtype routes (docs/rest-contract.md)',
       'x-must': 'must be an object of subtype -> route',
+    },
+    candidates: {
+      type: 'object', additionalProperties: CANDIDATE, default: {}, 'x-must': 'must be an object of name -> candidate route',
+      description: 'named routes under test, that routes.<subtype>.shadow and .canary send queries to (docs/safe-change.md)',
     },
     fallback: { $ref: '#/definitions/fallback' },
     cache: { $ref: '#/definitions/cache' },

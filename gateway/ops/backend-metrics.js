@@ -15,6 +15,7 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx', '6xx', '7xx', '8xx', '9xx']; // backend_responses_total{class}
 const CIRCUIT_VALUES = Object.freeze({ closed: 0, 'half-open': 1, open: 2 });
 const MAX_LABEL = 64;
+const MAX_FIELD_LABELS = 100;
 
 /** gateway -> its BackendMetrics: a message of a gateway nobody keeps figures for finds none. */
 const watched = new WeakMap();
@@ -130,6 +131,37 @@ class BackendMetrics {
     this.cacheStoreErrors = new client.Counter({
       name: `${prefix}cache_store_errors_total`, help: 'Failed reads and writes of the shared cache store (Redis)', registers,
     });
+    this.shadow = new client.Counter({
+      name: `${prefix}shadow_total`,
+      help: 'Shadowed queries by route, candidate and result: same, different, candidate_failed, live_failed, dropped (over the cap: not sent)',
+      labelNames: ['subtype', 'candidate', 'result'],
+      registers,
+    });
+    this.shadowFields = new client.Counter({
+      name: `${prefix}shadow_differences_total`,
+      help: 'Fields a candidate answered differently from the live route (status, error, vars.N, ecc.NAME, eccArrays.NAME, ced, cdpd)',
+      labelNames: ['subtype', 'candidate', 'field'],
+      registers,
+    });
+    this.fieldLabels = new Set(); // the field labels given so far: an answer's ECC names are the backend's, so they are bounded
+    this.canary = new client.Counter({
+      name: `${prefix}canary_total`, help: 'Queries a canary\'s candidate answered, by route and candidate', labelNames: ['subtype', 'candidate'], registers,
+    });
+    this.canaryRollbacks = new client.Counter({
+      name: `${prefix}canary_rollbacks_total`,
+      help: 'Canaries stopped because their candidate failed more than the live route',
+      labelNames: ['subtype', 'candidate'],
+      registers,
+    });
+  }
+
+  /** A difference's field as a label: an ECC_ARRAY element by its array's name, at most MAX_FIELD_LABELS of them, the rest "(other)". */
+  fieldLabel(field) {
+    const label = labelValue(field.replace(/\[\d+\]$/, ''));
+    if (this.fieldLabels.has(label)) return label;
+    if (this.fieldLabels.size >= MAX_FIELD_LABELS) return '(other)';
+    this.fieldLabels.add(label);
+    return label;
   }
 
   /** Hot path: one backend request's end, by class ('2xx', '5xx'..., or 'error' for no answer), and its round trip if it got one. */
@@ -200,6 +232,23 @@ const SUBSCRIBERS = [
   [channels.failure, ({ gateway, reason }) => {
     const m = watched.get(gateway);
     if (m !== undefined) m.failures.labels(reason).inc();
+  }],
+  [channels.shadowResult, ({
+    gateway, subtype, candidate, result, differences,
+  }) => {
+    const m = watched.get(gateway);
+    if (m === undefined) return;
+    const route = labelValue(String(subtype));
+    m.shadow.labels(route, candidate, result).inc();
+    for (const { field } of differences) m.shadowFields.labels(route, candidate, m.fieldLabel(field)).inc();
+  }],
+  [channels.canaryAnswer, ({ gateway, subtype, candidate }) => {
+    const m = watched.get(gateway);
+    if (m !== undefined) m.canary.labels(labelValue(String(subtype)), candidate).inc();
+  }],
+  [channels.canaryRollback, ({ gateway, subtype, candidate }) => {
+    const m = watched.get(gateway);
+    if (m !== undefined) m.canaryRollbacks.labels(labelValue(String(subtype)), candidate).inc();
   }],
   [channels.token, ({ gateway, ok }) => {
     const m = watched.get(gateway);

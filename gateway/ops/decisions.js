@@ -135,7 +135,7 @@ function recordOf(e, redact, worker) {
     backendResult: r === undefined ? null : r.result,
     outcome: e.outcome,
     status: e.status,
-    source: SOURCE[e.outcome] || null,
+    source: e.canary && SOURCE[e.outcome] === 'backend' ? 'canary' : SOURCE[e.outcome] || null,
     ms: Math.round(e.ms * 100) / 100,
     late: e.late,
     traceId: e.query.labels.trace_id || null,
@@ -169,12 +169,14 @@ class DecisionLog {
     this.idle = null; // resolves when the queue is written (close)
     this.ended = false;
     this.requests = new WeakMap(); // a sampled query (the core's message) -> its backend requests, in the order they started
+    this.canaries = new WeakSet(); // the queries a canary's candidate answered (their QUERY_REQ)
     this.counters = counters(registry);
     this.subscribers = [
       [core.querySettle, (m) => this.onSettle(m)],
       [backend.requestStart, (m) => this.onRequestStart(m)],
       [backend.requestEnd, (m) => this.onRequestEnd(m.request, m.result)],
       [backend.requestError, (m) => this.onRequestEnd(m.request, m.reason)],
+      [backend.canaryAnswer, (m) => this.onCanary(m)],
     ];
     for (const [channel, fn] of this.subscribers) channel.subscribe(fn);
     this.writeNext = () => this.writeSlice();
@@ -192,6 +194,10 @@ class DecisionLog {
     const all = this.requests.get(query);
     if (all === undefined) this.requests.set(query, [started]);
     else all.push(started);
+  }
+
+  onCanary({ gateway, query }) {
+    if (gateway === this.gateway) this.canaries.add(query);
   }
 
   onRequestEnd(request, result) {
@@ -225,6 +231,7 @@ class DecisionLog {
       late,
       reply: reply === undefined ? null : reply,
       request,
+      canary: this.canaries.has(query.fields),
     });
     if (!this.writing) {
       this.writing = true;

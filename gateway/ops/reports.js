@@ -14,6 +14,7 @@ const { channels } = require('../session/diagnostics');
 const { HalfHours, mergeHalfHours } = require('./half-hour');
 const { Objectives, mergeObjectives } = require('./objectives');
 const { objectivesOf } = require('../config/slo');
+const { ShadowReport, mergeShadow } = require('./shadow-report');
 
 /** How often the wall clock's distance from performance.now() is read again (an NTP step moves it). */
 const CLOCK_CHECK_MS = 10_000;
@@ -24,6 +25,7 @@ class Reports {
     this.now = now;
     this.halfHours = new HalfHours({ now });
     this.objectives = new Objectives([], { registry, now });
+    this.shadow = new ShadowReport({ now }); // shadow traffic and canaries (docs/safe-change.md)
     this.gateway = null;
     this.config = null; // the configuration the settings were last read from
     this.wallOffset = now() - performance.now(); // wall clock = performance.now() + this
@@ -45,6 +47,7 @@ class Reports {
   /** Counts gateway's queries and refusals from now on. */
   attach(gateway) {
     this.gateway = gateway;
+    this.shadow.attach(gateway);
     this.follow(gateway.config);
     channels.querySettle.subscribe(this.onSettle);
     channels.connectionRefused.subscribe(this.onRefused);
@@ -63,12 +66,13 @@ class Reports {
     channels.querySettle.unsubscribe(this.onSettle);
     channels.connectionRefused.unsubscribe(this.onRefused);
     clearInterval(this.clockTimer);
+    this.shadow.detach();
     this.gateway = null;
   }
 
-  /** What /status adds: {halfHours, objectives}. */
+  /** What /status adds: {halfHours, objectives, shadow}. */
   toJSON() {
-    return { halfHours: this.halfHours.toJSON(), objectives: this.objectives.toJSON() };
+    return { halfHours: this.halfHours.toJSON(), objectives: this.objectives.toJSON(), shadow: this.shadow.toJSON() };
   }
 
   /** What a cluster worker gives its primary to keep when it leaves: toJSON() and the objectives' counts by minute and hour. */
@@ -100,7 +104,7 @@ class WorkerReports {
 
   /** A worker's newest figures (Reports.export()): an answer to the primary's pull, or its handover. */
   keep(worker, figures) {
-    this.last.set(worker.id, { halfHours: figures.halfHours, objectives: figures.objectives });
+    this.last.set(worker.id, { halfHours: figures.halfHours, objectives: figures.objectives, shadow: figures.shadow });
     this.counts.set(worker.id, figures.objectiveCounts);
   }
 
@@ -108,7 +112,9 @@ class WorkerReports {
   merge(answers) {
     const list = [];
     for (const { worker, data } of answers) {
-      if (data !== undefined && data.halfHours !== undefined) this.last.set(worker.id, { halfHours: data.halfHours, objectives: data.objectives });
+      if (data !== undefined && data.halfHours !== undefined) {
+        this.last.set(worker.id, { halfHours: data.halfHours, objectives: data.objectives, shadow: data.shadow });
+      }
       if (this.last.has(worker.id)) list.push(this.last.get(worker.id));
     }
     const halfHours = list.map((r) => r.halfHours);
@@ -116,6 +122,7 @@ class WorkerReports {
     return {
       halfHours: mergeHalfHours(halfHours),
       objectives: mergeObjectives([...list.map((r) => r.objectives), this.retiredObjectives.toJSON()]),
+      shadow: mergeShadow(list.map((r) => r.shadow)), // an exited worker's shadow counts go with it: they judge a candidate, they bill nothing
     };
   }
 

@@ -55,6 +55,8 @@ function statusPage() {
   <section><h2>Processes</h2><div class="scroll"><table id="processes"></table></div><div id="config" class="mute"></div></section>
   <section><h2>Recent warnings and errors</h2><div class="scroll"><ul id="warnings"></ul></div></section>
   <section><h2>Connections refused or failed before a session</h2><div class="scroll"><ul id="connection-warnings"></ul></div></section>
+  <section class="wide"><h2>Shadow traffic and canaries (this half hour)</h2><div class="scroll"><table id="shadow"></table></div><div id="canaries"></div>
+    <div class="scroll"><table id="shadow-last"></table></div></section>
   <section class="wide"><h2>Objectives per route</h2><div class="scroll"><table id="objectives"></table></div></section>
   <section class="wide"><h2>Half hours as the router counts them (Application_Gateway_Half_Hour)</h2><div class="scroll"><table id="half-hours"></table></div>
     <div class="mute">per side, subtypes added; by subtype: <a href="/report/half-hour.csv">half-hour.csv</a></div></section>

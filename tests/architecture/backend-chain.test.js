@@ -33,7 +33,9 @@ const product = [...sources('gateway'), ...sources('lib')];
 
 describe('the backend is one chain of layers', () => {
   it('has a file for each layer', () => {
-    assert.deepEqual(layerFiles, ['answer.js', 'auth.js', 'breaker.js', 'cache.js', 'failover.js', 'route.js', 'substitute.js', 'transport.js']);
+    assert.deepEqual(layerFiles, [
+      'answer.js', 'auth.js', 'breaker.js', 'cache.js', 'canary.js', 'failover.js', 'route.js', 'shadow.js', 'substitute.js', 'transport.js',
+    ]);
   });
 
   it('each layer file exports one class, with dispatch()', () => {

@@ -5,7 +5,8 @@
 // picks), a REST route (its template filled with the query's values, its body, its credentials),
 // or a handler module (module-calls.js, whose ctx.request goes down the same layers). A route's
 // own timeoutMs is applied here: it gives up sooner than the query's deadline. A placeholder the
-// router filled with an unusable value is refused before anything is sent (app_error).
+// router filled with an unusable value is refused before anything is sent (app_error). A request
+// made for shadow traffic says so (ctx.kind 'shadow'): the live backend's figures do not count it.
 
 const {
   queryJson, fillTemplate, fillBody, encodeSegment,
@@ -84,7 +85,9 @@ class Route {
   }
 
   /** The default contract: a POST of the query to /query/<subtype> below each base URL (Failover gives them). */
-  contractCall({ query: q, signal, deadlineAt }) {
+  contractCall({
+    query: q, signal, deadlineAt, kind = 'query',
+  }) {
     if (!this.hasContract) return Promise.resolve(hostError(REASON.NO_BACKEND, 'no backend configured'));
     const withSubtype = q.subtype !== undefined;
     const base = this.target === null ? '' : this.target.basePath;
@@ -103,7 +106,7 @@ class Route {
       deadlineAt,
       timeoutMs: undefined,
       elsewhere: false,
-      kind: 'query',
+      kind,
       query: q,
       route: withSubtype ? q.subtype : null,
       template: base + (withSubtype ? '/query/{subtype}' : '/query'),
@@ -113,7 +116,9 @@ class Route {
   }
 
   /** A REST route's request: its template filled, its body; sent down the layers once (routes.<subtype>.timeoutMs: it gives up sooner). */
-  restCall(route, { query: q, signal, deadlineAt }) {
+  restCall(route, {
+    query: q, signal, deadlineAt, kind = 'query',
+  }) {
     const { headers, auth } = this.sendAs.get(route);
     const timed = route.timeoutMs < this.deadlineMs;
     const request = {
@@ -131,7 +136,7 @@ class Route {
       deadlineAt,
       timeoutMs: timed ? route.timeoutMs : undefined,
       elsewhere: false,
-      kind: 'query',
+      kind,
       query: q,
       route: q.subtype,
       template: route.template.path,

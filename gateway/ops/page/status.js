@@ -282,6 +282,22 @@
       ])));
   }
 
+  /** Shadow counts of the newest half hour, the canaries' states, the last differences field by field. */
+  function renderShadow(view, canaries) {
+    const p = view.periods[view.periods.length - 1];
+    const rows = p === undefined ? [] : p.rows;
+    replace($('shadow'), row(['subtype', 'candidate', 'same', 'different', 'candidate failed', 'live failed', 'dropped', 'canary answers'], true),
+      rows.length === 0 ? row([{ text: 'no shadow traffic or canary answers yet (routes.<subtype>.shadow, .canary)', class: 'mute' }]) : rows.map((r) => row([
+        r.subtype, r.candidate, num(fmt(r.same)), num(fmt(r.different), r.different > 0 ? 'warn' : ''),
+        num(fmt(r.candidate_failed), r.candidate_failed > 0 ? 'bad' : ''), num(fmt(r.live_failed)), num(fmt(r.dropped), r.dropped > 0 ? 'warn' : ''),
+        num(fmt(r.canary))])));
+    replace($('canaries'), Object.entries(canaries || {}).map(([subtype, c]) => h('div', { class: c.state === 'armed' ? 'ok' : 'bad' },
+      `canary of ${subtype} -> ${c.candidate}: ${c.state === 'armed' ? 'armed' : `rolled back at ${time(c.rolledBackAt)}: ${c.reason}`}`)));
+    replace($('shadow-last'), row(['when', 'subtype', 'candidate', 'field', 'live', 'candidate\'s'], true),
+      view.last.flatMap((d) => d.differences.map((f) => row([time(d.at), d.subtype, d.candidate, f.field,
+        f.live === null ? { text: '(none)', class: 'mute' } : f.live, f.candidate === null ? { text: '(none)', class: 'mute' } : f.candidate]))));
+  }
+
   let failures = 0;
   async function poll() {
     try {
@@ -291,6 +307,7 @@
       render(st);
       if (st.halfHours) renderHalfHours(st.halfHours);
       if (st.objectives) renderObjectives(st.objectives);
+      if (st.shadow) renderShadow(st.shadow, st.backend && st.backend.canaries);
       failures = 0;
       $('updated').className = '';
       $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
