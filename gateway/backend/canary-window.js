@@ -12,23 +12,13 @@
 
 const { KIND, REASON } = require('./outcome');
 const { channels } = require('./diagnostics');
+const { callShare, SALT } = require('../call-share');
 
 const STATE = Object.freeze({ ARMED: 'armed', ROLLED_BACK: 'rolled_back' });
 /** The window is kept as this many buckets: it slides by a tenth of itself. */
 const BUCKETS = 10;
 
 const failed = (outcome) => outcome.kind === KIND.HOST_ERROR && outcome.reason !== REASON.ABORTED;
-
-/** A 32-bit mix of the call's identity (murmur3's finaliser over the two numbers): the same call, the same choice. */
-function callHash(day, key) {
-  let h = Math.imul((day >>> 0) ^ 0x9e3779b9, 0x85ebca6b) ^ (key >>> 0);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
 
 class CanaryWindow {
   /**
@@ -40,7 +30,7 @@ class CanaryWindow {
     this.subtype = subtype;
     this.candidate = settings.candidate;
     this.dialedNumbers = settings.dialedNumbers;
-    this.share = Math.round(settings.percent * 100); // of 10,000
+    this.percent = settings.percent;
     this.rollback = settings.rollback;
     this.chain = chain;
     this.log = log;
@@ -59,7 +49,7 @@ class CanaryWindow {
   picks(q) {
     if (this.state !== STATE.ARMED) return false;
     if (q.dn !== undefined && this.dialedNumbers.has(q.dn)) return true;
-    return this.share > 0 && callHash(q.routerCallDay, q.routerCallKey) % 10_000 < this.share;
+    return this.percent > 0 && callShare(q.routerCallDay, q.routerCallKey, SALT.CANARY) * 100 < this.percent;
   }
 
   /** The bucket of now, emptied when its time came round again. */
@@ -134,4 +124,4 @@ class CanaryWindow {
   }
 }
 
-module.exports = { CanaryWindow, STATE, callHash };
+module.exports = { CanaryWindow };

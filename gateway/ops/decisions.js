@@ -24,6 +24,7 @@ const { LABEL } = require('../backend/outcome');
 const { describeQuery } = require('../session/redact');
 const { rotatingFile, MAX_SIZE } = require('../../lib/logger');
 const { hideCallerData } = require('../../lib/redact');
+const { callShare, SALT } = require('../call-share');
 const { decodeFrame, DIRECTION, STATUS_NAMES } = require('../../lib/protocol');
 
 const MAX_QUEUED = 8192; // about four seconds of 2,000 queries/s: a file that stalls longer costs records, never memory
@@ -44,21 +45,6 @@ const SOURCE = Object.freeze({
   [LABEL.FALLBACK]: 'fallback',
   [LABEL.DUPLICATE]: 'duplicate',
 });
-
-/**
- * A call's share in [0, 1): a 32-bit mix of RouterCallDay and RouterCallKey (murmur3's finaliser),
- * the same for both router sides and every time the call is asked. A call is sampled when its
- * share is below `sample`.
- */
-function callShare(day, key) {
-  let h = Math.imul((day >>> 0) ^ 0x9e3779b9, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h ^ (key >>> 0), 0xc2b2ae35);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  return (h >>> 0) / 2 ** 32;
-}
 
 /** The file a process writes: file itself, or for cluster worker `worker` its own beside it (decisions.w3.jsonl). */
 function fileOf(file, worker) {
@@ -183,7 +169,7 @@ class DecisionLog {
   }
 
   sampled(q) {
-    return this.sample >= 1 || callShare(q.routerCallDay, q.routerCallKey) < this.sample;
+    return this.sample >= 1 || callShare(q.routerCallDay, q.routerCallKey, SALT.DECISIONS) < this.sample;
   }
 
   onRequestStart({ gateway, query, request }) {
@@ -321,4 +307,4 @@ function startDecisions(config, options) {
   return new DecisionLog(settings, options);
 }
 
-module.exports = { startDecisions, DecisionLog, callShare, MAX_QUEUED };
+module.exports = { startDecisions, DecisionLog, MAX_QUEUED };

@@ -168,5 +168,5 @@ function shadowCsv(view) {
 }
 
 module.exports = {
-  ShadowReport, mergeShadow, shadowCsv, CSV_COLUMNS, RESULTS,
+  ShadowReport, mergeShadow, shadowCsv, CSV_COLUMNS,
 };

@@ -17,7 +17,7 @@ const path = require('node:path');
 const { startStack, startTestBackend } = require('../../helpers/stack');
 const { tmpDir } = require('../../helpers/tmp');
 const { WireClient } = require('../../helpers/wire');
-const { callHash } = require('../../../gateway/backend/canary-window');
+const { callShare, SALT } = require('../../../gateway/call-share');
 
 const PER_KIND = 8; // 4 kinds: 32 shadow calls at once, the cap
 const KINDS = ['same', 'diff', 'fail', 'hang'];
@@ -242,7 +242,7 @@ describe('canary', function () {
     let othersPicked = 0;
     for (const { id, fields } of queries) {
       const listed = fields.dn === DN;
-      const picked = listed || callHash(DAY, fields.routerCallKey) % 10_000 < 3000;
+      const picked = listed || callShare(DAY, fields.routerCallKey, SALT.CANARY) < 0.3;
       assert.equal(fromCandidate(a.get(id)), picked, `InvokeID ${id} on side A`);
       assert.equal(fromCandidate(b.get(id)), picked, `InvokeID ${id} on side B: ${JSON.stringify(shape(b.get(id)))}`);
       if (!listed) {
@@ -262,7 +262,7 @@ describe('canary', function () {
     }
     assert.equal(records.length, 2 * queries.length);
     for (const r of records) {
-      const picked = r.query.dn === DN || callHash(DAY, r.routerCallKey) % 10_000 < 3000;
+      const picked = r.query.dn === DN || callShare(DAY, r.routerCallKey, SALT.CANARY) < 0.3;
       assert.equal(r.source, picked ? 'canary' : 'backend', `record of RouterCallKey ${r.routerCallKey}`);
     }
     for (const c of sides) c.close();

@@ -14,7 +14,8 @@ const { WireClient } = require('../../helpers/wire');
 const { spawnCli } = require('../../helpers/spawn');
 const { tmpDir } = require('../../helpers/tmp');
 const { startStack } = require('../../helpers/stack');
-const { callShare, DecisionLog, MAX_QUEUED } = require('../../../gateway/ops/decisions');
+const { DecisionLog, MAX_QUEUED } = require('../../../gateway/ops/decisions');
+const { callShare } = require('../../../gateway/call-share');
 const { channels } = require('../../../gateway/session/diagnostics');
 const { findCall } = require('../../../tools/why/find');
 
