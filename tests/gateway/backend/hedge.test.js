@@ -100,6 +100,7 @@ describe('backend.hedge: one more request to the next origin when the first is s
     assert.equal(a.requests[0].closed, true, 'the slow request was aborted');
     assert.equal(b.requests.length, 1);
     assert.deepEqual(hedges.map((h) => [h.result, h.origin, h.gateway]), [['won', b.url, 'hedge-test']]);
+    assert.ok(hedges.every((h) => h.query !== undefined && h.query !== null), 'each message names its query (docs/diagnostics.md)');
     assert.equal(failures(a.url), 0, 'an abort by the hedge is no failure of its origin');
     assert.equal(backend.toJSON().origins[a.url].routes[0].consecutiveFailures, 0);
   });
