@@ -115,7 +115,10 @@ describe('ged145 shadow-report', function () {
     assert.equal(code, 0, err);
     assert.equal(err, '');
     const lines = out.split('\n');
-    assert.match(lines[0], new RegExp(`^http://127\\.0\\.0\\.1:${stack.adminPort}/report/shadow\\.csv: 1 half hour\\(s\\)`));
+    // One half hour, or two when the queries crossed :00 or :30.
+    const start = '\\d{4}-\\d\\d-\\d\\d \\d\\d:[03]0';
+    assert.match(lines[0], new RegExp(`^http://127\\.0\\.0\\.1:${stack.adminPort}/report/shadow\\.csv: `
+      + `(1 half hour, starting ${start}|2 half hours, the first starting ${start}, the last ${start}) \\(the gateway's local time\\)$`));
     const row = (subtype) => lines.find((l) => l.startsWith(`${subtype} `)).trim().split(/\s{2,}/);
     assert.deepEqual(lines[2].split(/\s{2,}/), ['subtype', 'candidate', 'compared', 'same', 'different', 'candidate failed', 'live failed', 'dropped',
       'canary answers']);
@@ -135,7 +138,7 @@ describe('ged145 shadow-report', function () {
     assert.equal(fromAdmin.code, 0, fromAdmin.err);
     const viaAdmin = JSON.parse(fromAdmin.out);
     assert.deepEqual(viaAdmin.rows, EXPECTED);
-    assert.equal(viaAdmin.halfHours.count, 1);
+    assert.ok(viaAdmin.halfHours.count === 1 || viaAdmin.halfHours.count === 2, JSON.stringify(viaAdmin.halfHours));
     assert.equal(viaAdmin.last.length, 3);
 
     const file = path.join(dir, 'shadow.csv');

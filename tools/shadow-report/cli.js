@@ -122,8 +122,9 @@ async function main(values) {
     process.stdout.write(`no shadow traffic or canary answers in ${safe(read.where)}: no route has a shadow or canary (routes.<subtype>.shadow, .canary), `
       + 'or none was asked in the last 48 half hours\n');
   } else {
-    const out = [`${safe(read.where)}: ${halfHours.count} half hour(s), the first starting ${safe(halfHours.first)}, the last ${safe(halfHours.last)}`
-      + ' (the gateway\'s local time)', '', ...describeRows(rows)];
+    const when = halfHours.count === 1 ? `1 half hour, starting ${safe(halfHours.first)}`
+      : `${halfHours.count} half hours, the first starting ${safe(halfHours.first)}, the last ${safe(halfHours.last)}`;
+    const out = [`${safe(read.where)}: ${when} (the gateway's local time)`, '', ...describeRows(rows)];
     if (read.last !== undefined) {
       out.push('');
       if (read.last === null) out.push(`last differences: not shown (${safe(read.lastProblem)})`);

@@ -78,7 +78,7 @@ function getText(url) {
         reject(err instanceof OperatorError ? err : new OperatorError(`${url.href}: the answer broke off (${err.code || err.message})`));
       });
     });
-    req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: `no answer in ${TIMEOUT_MS / 1000} s` })));
+    req.on('timeout', () => req.destroy(unreachable(`no answer in ${TIMEOUT_MS / 1000} s`)));
     req.on('error', (err) => reject(err instanceof OperatorError ? err : unreachable(err.code || err.message)));
   });
 }
