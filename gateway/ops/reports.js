@@ -2,8 +2,10 @@
 
 // The router's half-hour view and the objectives of one gateway (docs/reports.md), fed by the
 // channels its core publishes (docs/diagnostics.md): ged145:query:settle for every query, and
-// ged145:connection:refused for a connection or session refused. One process may hold several
-// gateways (the warm-up's private one, tests): only the messages of the attached one count.
+// ged145:connection:refused for a connection or session refused; a query a canary's candidate
+// answered is known from the backend's ged145:canary:answer (the shadow report's, published before
+// the query settles). One process may hold several gateways (the warm-up's private one, tests):
+// only the messages of the attached one count.
 //
 // The object belongs to whoever runs the gateway (gateway/index.js, a cluster worker), not to what
 // a reload replaces: a reload changes its settings (read from the gateway's config when it
@@ -36,7 +38,7 @@ class Reports {
       const { query } = msg;
       // When it settled, by additions: the message has when the query arrived and how long it took.
       const t = this.wallOffset + query.receivedAt + msg.ms;
-      this.halfHours.query(query.side, query.subtype, msg.outcome, msg.status !== null, msg.ms, t);
+      this.halfHours.query(query.side, query.subtype, msg.outcome, msg.status !== null, msg.ms, t, this.shadow.isCanary(query.fields));
       this.objectives.query(query.subtype, msg.outcome, msg.ms, t);
     };
     this.onRefused = (msg) => {

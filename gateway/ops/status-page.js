@@ -59,7 +59,8 @@ function statusPage() {
     <div class="scroll"><table id="shadow-last"></table></div></section>
   <section class="wide"><h2>Objectives per route</h2><div class="scroll"><table id="objectives"></table></div></section>
   <section class="wide"><h2>Half hours as the router counts them (Application_Gateway_Half_Hour)</h2><div class="scroll"><table id="half-hours"></table></div>
-    <div class="mute">per side, subtypes added; by subtype: <a href="/report/half-hour.csv">half-hour.csv</a></div></section>
+    <div class="mute">per side, subtypes added; canary: the queries a canary's candidate answered, in the router's counts too;
+      by subtype: <a href="/report/half-hour.csv">half-hour.csv</a></div></section>
 </main>
 <script>${SCRIPT}</script>
 </body></html>

@@ -240,7 +240,7 @@
     replace($('connection-warnings'), lines(st.connectionWarnings || []));
   }
 
-  const SUMS = ['requests', 'answered', 'errors', 'lates', 'delaySumMs', 'refusals'];
+  const SUMS = ['requests', 'answered', 'errors', 'lates', 'delaySumMs', 'refusals', 'canary', 'canaryErrors'];
   /** The router's half-hour view (docs/reports.md): one line per half hour and side, newest first, its subtypes added. */
   function renderHalfHours(view) {
     const lines = [];
@@ -260,11 +260,11 @@
         const replies = m.answered + m.errors;
         lines.push(row([p.local, side || '-', num(fmt(m.requests)), num(fmt(m.answered)), num(fmt(m.errors), m.errors > 0 ? 'bad' : ''),
           num(replies === 0 ? '-' : `${fmt(m.delaySumMs / replies)} / ${fmt(m.maxDelayMs)}`), num(fmt(m.lates), m.lates > 0 ? 'warn' : ''),
-          num(fmt(m.refusals), m.refusals > 0 ? 'warn' : '')]));
+          num(fmt(m.refusals), m.refusals > 0 ? 'warn' : ''), num(`${fmt(m.canary)} / ${fmt(m.canaryErrors)}`, m.canaryErrors > 0 ? 'bad' : '')]));
       }
     }
     replace($('half-hours'), row(['half hour (local)', 'side', 'requests', 'answered', 'errors', 'avg / max delay ms', `late (> ${view.lateTimeoutMs} ms)`,
-      'refused'], true), lines.length > 0 ? lines : row([{ text: 'nothing yet', class: 'mute' }]));
+      'refused', 'canary / errors'], true), lines.length > 0 ? lines : row([{ text: 'nothing yet', class: 'mute' }]));
   }
 
   /** Objectives per route: budget left, burn rates over the alert windows, the alert that would fire. */

@@ -1,5 +1,7 @@
 'use strict';
 
+/* global document -- page.evaluate callbacks run in the browser */
+
 // Shadow traffic and canaries against real parts: the REST simulator as the live backend, a small
 // HTTP server on 127.0.0.1 as the candidate (the same answer for some callers, another for others,
 // a 500 for some and no answer at all for the rest), a real gateway and router sessions on real
@@ -18,6 +20,7 @@ const { startStack, startTestBackend } = require('../../helpers/stack');
 const { tmpDir } = require('../../helpers/tmp');
 const { WireClient } = require('../../helpers/wire');
 const { callShare, SALT } = require('../../../gateway/call-share');
+const { launchChromium } = require('../../helpers/chromium');
 
 const PER_KIND = 8; // 4 kinds: 32 shadow calls at once, the cap
 const KINDS = ['same', 'diff', 'fail', 'hang'];
@@ -78,6 +81,21 @@ async function ask(c, queries, already) {
 }
 
 const shape = (m) => ({ type: m.type, status: m.status, vars: m.vars, error: m.error });
+
+/** A CSV's lines (no quoted fields in these) as objects by column name. */
+function csvRows(text) {
+  const [head, ...lines] = text.trim().split('\r\n').map((l) => l.split(','));
+  return lines.map((cells) => Object.fromEntries(head.map((name, i) => [name, cells[i]])));
+}
+
+/** The half-hour CSV's columns of one side and subtype, added over the half hours (a test may cross :00 or :30). */
+async function halfHourOf(adminPort, side, subtype) {
+  const rows = csvRows((await get(adminPort, '/report/half-hour.csv')).body).filter((r) => r.Side === side && r.Subtype === subtype);
+  const sum = (col) => rows.reduce((n, r) => n + Number(r[col]), 0);
+  return {
+    requests: sum('RequestsToHalf'), errors: sum('ErrorsToHalf'), canary: sum('CanaryToHalf'), canaryErrors: sum('CanaryErrorsToHalf'),
+  };
+}
 
 describe('shadow traffic', function () {
   this.timeout(120_000);
@@ -265,6 +283,12 @@ describe('canary', function () {
       const picked = r.query.dn === DN || callShare(DAY, r.routerCallKey, SALT.CANARY) < 0.3;
       assert.equal(r.source, picked ? 'canary' : 'backend', `record of RouterCallKey ${r.routerCallKey}`);
     }
+    // The half-hour view marks them per side, beside the router's counts, which still hold every query.
+    for (const side of ['A', 'B']) {
+      assert.deepEqual(await halfHourOf(stack.adminPort, side, 'echo'), {
+        requests: queries.length, errors: 0, canary: othersPicked + queries.length / 10, canaryErrors: 0,
+      }, `side ${side}`);
+    }
     for (const c of sides) c.close();
   });
 
@@ -286,10 +310,41 @@ describe('canary', function () {
     const status = JSON.parse((await get(stack.adminPort, '/status')).body);
     assert.equal(status.backend.canaries.echo.state, 'rolled_back');
     assert.match(status.backend.canaries.echo.reason, /failed \d+ of \d+ queries/);
+    // The candidate's failures are the router's errors, and the half-hour view says they were the canary's.
+    assert.deepEqual(await halfHourOf(stack.adminPort, 'test', 'echo'), {
+      requests: seen.length, errors: firstLive, canary: firstLive, canaryErrors: firstLive,
+    });
     const lines = stack.log.lines.filter((l) => /canary of routes\.echo rolled back/.test(l.message));
     assert.equal(lines.length, 1);
     const metrics = (await get(stack.adminPort, '/metrics')).body;
     assert.equal(samples(metrics, 'ged145_canary_rollbacks_total')['subtype="echo",candidate="v2"'], 1);
     c.close();
+  });
+
+  it("shows each side's canary queries and errors in the status page's half-hour table (Chromium)", async () => {
+    const expected = {};
+    for (const side of ['A', 'B', 'test']) {
+      const { canary, canaryErrors } = await halfHourOf(stack.adminPort, side, 'echo');
+      expected[side] = `${canary} / ${canaryErrors}`;
+    }
+    assert.notEqual(expected.test, '0 / 0', 'the rollback test left failures of the canary');
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const problems = [];
+      page.on('pageerror', (e) => problems.push(e.message));
+      await page.goto(`http://127.0.0.1:${stack.adminPort}/`);
+      await page.waitForFunction(() => Number(document.body.dataset.updates || 0) >= 1, null, { timeout: 10_000 });
+      const table = await page.evaluate(() => [...document.querySelectorAll('#half-hours tr')].map((tr) => [...tr.children].map((td) => td.textContent)));
+      assert.deepEqual(problems, []);
+      const column = table[0].indexOf('canary / errors');
+      assert.ok(column > 0, JSON.stringify(table[0]));
+      // A half hour that started during the test has rows of its own: the newest half hour is enough when it holds every side.
+      const shown = Object.fromEntries(table.slice(1).filter((r) => r[0] === table[1][0]).map((r) => [r[1], r[column]]));
+      if (Object.keys(shown).length === 3) assert.deepEqual(shown, expected);
+      else assert.ok(Object.values(shown).some((v) => v !== '0 / 0'), JSON.stringify(table));
+    } finally {
+      await browser.close();
+    }
   });
 });
