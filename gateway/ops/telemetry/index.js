@@ -28,10 +28,12 @@ class Tracing {
     this.uncounted = new Map(); // reason -> spans dropped before that
     this.unlogged = 0;
     this.loggedAt = null;
-    const { tracer, provider, processor } = createTracer(traces, { onDrop: (count, reason, error) => this.onDrop(count, reason, error) });
+    const {
+      tracer, provider, processor, sharedAttributes,
+    } = createTracer(traces, { onDrop: (count, reason, error) => this.onDrop(count, reason, error) });
     this.provider = provider;
     this.processor = processor;
-    this.spans = new QuerySpans(tracer, { callerData: traces.callerData }).subscribe();
+    this.spans = new QuerySpans(tracer, { callerData: traces.callerData, sharedAttributes }).subscribe();
   }
 
   /** From now on, only gateway's queries and requests are traced; the drops are counted on registry (the gateway's metrics). */

@@ -1,0 +1,123 @@
+'use strict';
+
+// The protobuf wire format as otlp-protobuf.js writes it: varints, fixed-width numbers, strings
+// and hex ids into one buffer that grows by doubling and is kept from message to message. A
+// length-delimited message is written after a gap as wide as the widest length prefix (GAP) and
+// moved back once its length is known, so that a message is written in one pass, never sized first.
+
+const GAP = 5; // the widest length prefix: a varint of 32 bits
+const TWO_32 = 2 ** 32;
+
+/** A growable buffer, written forward; kept from batch to batch (one export at a time, and each batch copied out). */
+class Writer {
+  constructor(size = 64 * 1024) {
+    this.buf = Buffer.allocUnsafe(size);
+    this.pos = 0;
+  }
+
+  ensure(n) {
+    if (this.pos + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.pos + n) size *= 2;
+    const next = Buffer.allocUnsafe(size);
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+  }
+
+  /** A varint of at most 32 bits (tags, lengths, counts). */
+  uint32(v) {
+    this.ensure(GAP);
+    const { buf } = this;
+    while (v > 0x7f) {
+      buf[this.pos++] = (v & 0x7f) | 0x80;
+      v >>>= 7;
+    }
+    buf[this.pos++] = v;
+  }
+
+  /** An int64 varint of an integer number (a negative one is ten bytes, as protobuf writes it). */
+  int64(v) {
+    if (v >= 0 && v < TWO_32) {
+      this.uint32(v);
+      return;
+    }
+    let big = BigInt.asUintN(64, BigInt(v));
+    this.ensure(10);
+    while (big > 0x7fn) {
+      this.buf[this.pos++] = Number(big & 0x7fn) | 0x80;
+      big >>= 7n;
+    }
+    this.buf[this.pos++] = Number(big);
+  }
+
+  fixed32(v) {
+    this.ensure(4);
+    this.buf.writeUInt32LE(v >>> 0, this.pos);
+    this.pos += 4;
+  }
+
+  double(v) {
+    this.ensure(8);
+    this.buf.writeDoubleLE(v, this.pos);
+    this.pos += 8;
+  }
+
+  /** An HrTime [seconds, nanoseconds] as fixed64 nanoseconds, in exact integer arithmetic (seconds * 1e9 is past 2^53). */
+  hrTime(time) {
+    const seconds = time[0];
+    const high16 = Math.floor(seconds / 65536) * 1e9; // < 2^46: exact
+    const rest = (seconds % 65536) * 1e9 + time[1]; // < 2^46: exact
+    const low = (high16 % 65536) * 65536 + (rest % TWO_32);
+    this.ensure(8);
+    this.buf.writeUInt32LE(low % TWO_32, this.pos);
+    this.buf.writeUInt32LE(Math.floor(high16 / 65536) + Math.floor(rest / TWO_32) + Math.floor(low / TWO_32), this.pos + 4);
+    this.pos += 8;
+  }
+
+  string(s) {
+    const n = Buffer.byteLength(s);
+    this.uint32(n);
+    this.ensure(n);
+    this.pos += this.buf.utf8Write(s, this.pos, n);
+  }
+
+  /** A hex id (trace, span) as its bytes, length first. */
+  hexBytes(hex) {
+    const n = hex.length >>> 1;
+    this.uint32(n);
+    this.ensure(n);
+    this.pos += this.buf.hexWrite(hex, this.pos, n);
+  }
+
+  raw(bytes) {
+    this.ensure(bytes.length);
+    this.buf.set(bytes, this.pos);
+    this.pos += bytes.length;
+  }
+
+  /** Opens a length-delimited message: returns where its gap starts; close() with it. */
+  open() {
+    this.ensure(GAP);
+    const at = this.pos;
+    this.pos += GAP;
+    return at;
+  }
+
+  close(at) {
+    const length = this.pos - at - GAP;
+    let width = 1;
+    for (let v = length; v > 0x7f; v >>>= 7) width++;
+    const body = at + GAP;
+    if (width < GAP) this.buf.copyWithin(at + width, body, this.pos);
+    let v = length;
+    let i = at;
+    while (v > 0x7f) {
+      this.buf[i++] = (v & 0x7f) | 0x80;
+      v >>>= 7;
+    }
+    this.buf[i] = v;
+    this.pos -= GAP - width;
+  }
+}
+
+module.exports = { Writer, GAP };
