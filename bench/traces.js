@@ -74,10 +74,10 @@ async function run(mode, sink) {
     return pathMs;
   };
   await publish(2000); // warm the code up
-  if (tracing) await tracing.provider.forceFlush();
+  if (tracing) await tracing.processor.forceFlush();
   const cpu0 = process.cpuUsage();
   const pathMs = await publish(QUERIES);
-  if (tracing) await tracing.provider.forceFlush();
+  if (tracing) await tracing.processor.forceFlush();
   const cpu = process.cpuUsage(cpu0);
   if (tracing) await tracing.stop();
   const dropped = (await registry.getMetricsAsJSON()).flatMap((m) => m.values).reduce((n, v) => n + v.value, 0);

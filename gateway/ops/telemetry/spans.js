@@ -27,9 +27,7 @@
 // context and a propagator.
 
 const dc = require('node:diagnostics_channel');
-const {
-  trace, ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags,
-} = require('@opentelemetry/api');
+const { SpanKind, SpanStatusCode, TraceFlags } = require('@opentelemetry/api');
 const { urlFull, urlTemplate, isCallerData } = require('./span-url');
 const { LABEL, isAnswered } = require('../../backend/outcome');
 const { SharedAttributes, SHARED } = require('./otlp-protobuf');
@@ -45,7 +43,6 @@ const MAX_NAME = 64;
 /** Subtypes and routes whose names and attributes are kept; past it a cache starts afresh (a router can send any subtype). */
 const MAX_KEPT = 512;
 const present = (v) => v !== undefined && v !== null;
-const CLIENT = Object.freeze({ kind: SpanKind.CLIENT });
 
 /** Subtypes are the router's text: printable, short, so that a span name stays one line. */
 const printable = (text) => String(text).replace(/[^\x20-\x7e]/g, '?').slice(0, MAX_NAME);
@@ -186,7 +183,7 @@ class QuerySpans {
   queryStart({ gateway, session, query }) {
     if (gateway !== this.gateway) return; // another gateway's (the warm-up's), or before attach(): no query is read then
     const subtype = kept(this.subtypes, query.subtype, subtypeOf);
-    const span = this.tracer.startSpan(subtype.name, { kind: SpanKind.SERVER, startTime: query.receivedAt });
+    const span = this.tracer.startSpan(subtype.name, SpanKind.SERVER, undefined, query.receivedAt);
     this.queries.set(query, span);
     query.labels.trace_id = span.spanContext().traceId;
     if (!span.isRecording()) return;
@@ -220,9 +217,8 @@ class QuerySpans {
   requestStart({ gateway, query, request }) {
     const parent = this.parentOf(query);
     if (parent === undefined && !this.owns(gateway)) return; // another gateway's (the warm-up's), or nobody's
-    const context = parent === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, parent);
     const shape = this.shapeOf(request);
-    const span = this.tracer.startSpan(shape.name, CLIENT, context);
+    const span = this.tracer.startSpan(shape.name, SpanKind.CLIENT, parent);
     this.requests.set(request, span);
     // Exactly one traceparent: setHeader replaces, never adds (docs/diagnostics.md).
     request.setHeader('traceparent', traceparentOf(span.spanContext()));

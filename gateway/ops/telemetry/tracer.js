@@ -1,29 +1,34 @@
 'use strict';
 
-// The OpenTelemetry SDK as the gateway uses it: a tracer provider of its own (never registered as
-// the process's global one, so a user's own instrumentation loaded with -r keeps its own), the
-// sampler, the resource and the OTLP exporter the settings name (HTTP protobuf or JSON, or gRPC),
-// and the counted batch processor. Required only when traces are on: a gateway without them never
+// The OpenTelemetry SDK as the gateway uses it: the sampler, the resource and the OTLP exporter the
+// settings name (HTTP protobuf or JSON, or gRPC), with the gateway's own span recorder
+// (span-recorder.js) and the counted batch processor; no tracer provider, nothing registered as
+// the process's global one, so a user's own instrumentation loaded with -r keeps its own. Required only when traces are on: a gateway without them never
 // loads the SDK, and only the exporter in use is loaded (gRPC's brings @grpc/grpc-js along).
 // Protobuf (over HTTP or gRPC) is encoded by otlp-protobuf.js and sent by the official exporter's
 // own transport, built as the official OTLPTraceExporter builds it (its delegate factory), so that
 // retries, timeouts, headers, compression and the OTEL_EXPORTER_OTLP_* settings stay the official ones.
 
 const crypto = require('node:crypto');
-const { TracerProvider, AlwaysOnSampler, AlwaysOffSampler, TraceIdRatioBasedSampler, ParentBasedSampler } = require('@opentelemetry/sdk-trace');
+const { AlwaysOnSampler, AlwaysOffSampler, TraceIdRatioBasedSampler } = require('@opentelemetry/sdk-trace');
 const { defaultResource, resourceFromAttributes } = require('@opentelemetry/resources');
 const { CountedBatchProcessor } = require('./processor');
 const { protobufSerializer } = require('./otlp-protobuf');
+const { SpanRecorder } = require('./span-recorder');
 const { version } = require('../../../package.json');
 
+/**
+ * {sampler, parentBased}: the sampler of root spans, and whether a child follows its parent. A
+ * query span is always a root (the router sends no trace context), so parentbased_x samples a
+ * query as x does, and its backend requests as the query.
+ */
 function samplerOf(name, ratio) {
-  const root = {
+  const sampler = {
     always_on: () => new AlwaysOnSampler(),
     always_off: () => new AlwaysOffSampler(),
     traceidratio: () => new TraceIdRatioBasedSampler(ratio),
   }[name.replace(/^parentbased_/, '')]();
-  // A query span is always a root (the router sends no trace context), so parentbased_x samples as x does.
-  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
+  return { sampler, parentBased: name.startsWith('parentbased_') };
 }
 
 /** Each process its own: the workers of one gateway share its service.name, and are told apart by this (semconv: a UUID v4). */
@@ -75,7 +80,7 @@ function grpcExporterOf(traces) {
   ));
 }
 
-/** {tracer, provider, processor, sharedAttributes}; onDrop(count, reason, error) hears every span lost. */
+/** {tracer (a SpanRecorder), processor, sharedAttributes}; onDrop(count, reason, error) hears every span lost. */
 function createTracer(traces, { onDrop }) {
   const resource = defaultResource().merge(resourceFromAttributes({
     'service.version': version,
@@ -86,13 +91,11 @@ function createTracer(traces, { onDrop }) {
   const processor = new CountedBatchProcessor(exporterOf(traces), {
     maxQueueSize: traces.maxQueueSize, maxExportBatchSize: traces.maxExportBatchSize, scheduledDelayMs: traces.scheduledDelayMs, onDrop,
   });
-  const provider = new TracerProvider({
-    resource, sampler: samplerOf(traces.sampler, traces.samplerArg), spanProcessors: [processor],
+  const tracer = new SpanRecorder({
+    ...samplerOf(traces.sampler, traces.samplerArg), resource, scope: Object.freeze({ name: 'ged145', version }), processor,
   });
   // Protobuf is encoded by otlp-protobuf.js, which reads the attributes a span shares from the span's list of them.
-  return {
-    tracer: provider.getTracer('ged145', version), provider, processor, sharedAttributes: traces.protocol !== 'http/json',
-  };
+  return { tracer, processor, sharedAttributes: traces.protocol !== 'http/json' };
 }
 
 module.exports = { createTracer, samplerOf, INSTANCE_ID };
