@@ -17,7 +17,7 @@
 // from more than one resource or scope (never the gateway's: one provider, one tracer) is left to
 // the official serializer whole.
 
-const { Writer, GAP } = require('./protobuf-writer');
+const { Writer, GAP, varintSize } = require('./protobuf-writer');
 
 /** A span's attributes that many spans share (one session's, one route's): frozen, encoded once, on first export. */
 class SharedAttributes {
@@ -94,11 +94,46 @@ function writeAnyValue(w, value) {
   }
 }
 
+/**
+ * A KeyValue of a string, a small integer or a boolean, its lengths known before it is written
+ * (the values of nearly every attribute the gateway sets): no gap to move back. False for any other.
+ */
+function writeSimpleKeyValue(w, key, value, field) {
+  let any;
+  let n = 0;
+  if (typeof value === 'string') {
+    n = Buffer.byteLength(value);
+    any = 1 + varintSize(n) + n;
+  } else if (typeof value === 'number' && value >= 0 && value < 2 ** 32 && Number.isInteger(value)) any = 1 + varintSize(value);
+  else if (typeof value === 'boolean') any = 2;
+  else return false;
+  const k = prefixed(key);
+  w.uint32(tag(field, LEN));
+  w.uint32(1 + k.length + 1 + varintSize(any) + any);
+  w.uint32(tag(1, LEN));
+  w.raw(k);
+  w.uint32(tag(2, LEN));
+  w.uint32(any);
+  if (typeof value === 'string') {
+    w.uint32(tag(1, LEN));
+    w.uint32(n);
+    w.ensure(n);
+    w.pos += w.buf.utf8Write(value, w.pos, n);
+  } else if (typeof value === 'number') {
+    w.uint32(tag(3, VARINT));
+    w.uint32(value);
+  } else {
+    w.uint32(tag(2, VARINT));
+    w.uint32(value ? 1 : 0);
+  }
+  return true;
+}
+
 /** Each attribute as a KeyValue in field `field` of the message being written. */
 function writeAttributes(w, attributes, field) {
   for (const key in attributes) {
     const value = attributes[key];
-    if (value === undefined) continue;
+    if (value === undefined || writeSimpleKeyValue(w, key, value, field)) continue;
     w.uint32(tag(field, LEN));
     const kv = w.open();
     w.uint32(tag(1, LEN));

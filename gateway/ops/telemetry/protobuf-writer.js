@@ -13,6 +13,9 @@ class Writer {
   constructor(size = 64 * 1024) {
     this.buf = Buffer.allocUnsafe(size);
     this.pos = 0;
+    this.seconds = -1; // hrTime()'s last seconds, and their nanoseconds as two 32-bit halves
+    this.secondsLow = 0;
+    this.secondsHigh = 0;
   }
 
   ensure(n) {
@@ -52,7 +55,7 @@ class Writer {
 
   fixed32(v) {
     this.ensure(4);
-    this.buf.writeUInt32LE(v >>> 0, this.pos);
+    this.le32(v >>> 0, this.pos);
     this.pos += 4;
   }
 
@@ -62,16 +65,38 @@ class Writer {
     this.pos += 8;
   }
 
-  /** An HrTime [seconds, nanoseconds] as fixed64 nanoseconds, in exact integer arithmetic (seconds * 1e9 is past 2^53). */
+  /**
+   * An HrTime [seconds, nanoseconds] as fixed64 nanoseconds, in exact integer arithmetic (seconds
+   * * 1e9 is past 2^53); the last second's product is kept, since a batch's spans share their seconds.
+   */
   hrTime(time) {
     const seconds = time[0];
-    const high16 = Math.floor(seconds / 65536) * 1e9; // < 2^46: exact
-    const rest = (seconds % 65536) * 1e9 + time[1]; // < 2^46: exact
-    const low = (high16 % 65536) * 65536 + (rest % TWO_32);
+    if (seconds !== this.seconds) {
+      const high16 = Math.floor(seconds / 65536) * 1e9; // < 2^46: exact
+      const rest = (seconds % 65536) * 1e9; // < 2^46: exact
+      const low = (high16 % 65536) * 65536 + (rest % TWO_32);
+      this.seconds = seconds;
+      this.secondsLow = low % TWO_32;
+      this.secondsHigh = Math.floor(high16 / 65536) + Math.floor(rest / TWO_32) + Math.floor(low / TWO_32);
+    }
+    let low = this.secondsLow + time[1]; // nanoseconds < 2^30: at most one carry
+    let high = this.secondsHigh;
+    if (low >= TWO_32) {
+      low -= TWO_32;
+      high += 1;
+    }
     this.ensure(8);
-    this.buf.writeUInt32LE(low % TWO_32, this.pos);
-    this.buf.writeUInt32LE(Math.floor(high16 / 65536) + Math.floor(rest / TWO_32) + Math.floor(low / TWO_32), this.pos + 4);
+    this.le32(low, this.pos);
+    this.le32(high, this.pos + 4);
     this.pos += 8;
+  }
+
+  le32(v, at) {
+    const { buf } = this;
+    buf[at] = v & 0xff;
+    buf[at + 1] = (v >>> 8) & 0xff;
+    buf[at + 2] = (v >>> 16) & 0xff;
+    buf[at + 3] = v >>> 24;
   }
 
   string(s) {
@@ -120,4 +145,7 @@ class Writer {
   }
 }
 
-module.exports = { Writer, GAP };
+/** How many bytes the varint of v (below 2^32) takes. */
+const varintSize = (v) => (v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5);
+
+module.exports = { Writer, GAP, varintSize };
