@@ -12,9 +12,10 @@
 // kept from batch to batch, each length-delimited message after a gap as wide as the largest
 // length prefix, moved back once its length is known.
 //
-// The bytes are those the official serializer writes for the same span, field for field (status
-// and flags included), with the shared attributes after the span's own; a batch whose spans come
-// from more than one resource or scope (never the gateway's: one provider, one tracer) is left to
+// The bytes decode to what the official serializer's do for the same span, field for field (status
+// and flags included; a count of zero, which proto3 reads the same whether written or not, is left
+// out), with the shared attributes after the span's own; a batch whose spans come
+// from more than one resource or scope (never the gateway's: one recorder) is left to
 // the official serializer whole.
 
 const { Writer, GAP, varintSize } = require('./protobuf-writer');
