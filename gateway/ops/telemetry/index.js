@@ -28,10 +28,9 @@ class Tracing {
     this.uncounted = new Map(); // reason -> spans dropped before that
     this.unlogged = 0;
     this.loggedAt = null;
-    const { tracer, provider, processor } = createTracer(traces, { onDrop: (count, reason, error) => this.onDrop(count, reason, error) });
-    this.provider = provider;
+    const { tracer, processor, sharedAttributes } = createTracer(traces, { onDrop: (count, reason, error) => this.onDrop(count, reason, error) });
     this.processor = processor;
-    this.spans = new QuerySpans(tracer, { callerData: traces.callerData }).subscribe();
+    this.spans = new QuerySpans(tracer, { callerData: traces.callerData, sharedAttributes }).subscribe();
   }
 
   /** From now on, only gateway's queries and requests are traced; the drops are counted on registry (the gateway's metrics). */
@@ -64,7 +63,7 @@ class Tracing {
     this.spans.unsubscribe();
     let timer;
     await Promise.race([
-      this.provider.shutdown().catch(() => {}),
+      this.processor.shutdown().catch(() => {}),
       new Promise((resolve) => { timer = setTimeout(resolve, STOP_MS); }),
     ]);
     clearTimeout(timer);

@@ -19,25 +19,26 @@
 // every query that failed (its outcome label).
 //
 // Sampled at 100 %, two spans a query: what every span of a session or a route shares (the
-// router's address, the backend's server.*, the span name, a url.full without caller data) is
-// built once and kept, not per span; the traceparent is written from the span's ids, not through
-// a context and a propagator.
+// router's address, the session's id, the subtype, the backend's server.*, the span name, a
+// url.full without caller data) is built once and kept, not per span. Exported as OTLP protobuf
+// (otlp-protobuf.js), those attributes are not even set on each span: the span lists them
+// (SHARED), and they are encoded once for all spans; the JSON exporter reads a span's attributes
+// only, so there they are set. The traceparent is written from the span's ids, not through a
+// context and a propagator.
 
 const dc = require('node:diagnostics_channel');
-const {
-  trace, ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags,
-} = require('@opentelemetry/api');
+const { SpanKind, SpanStatusCode, TraceFlags } = require('@opentelemetry/api');
 const { urlFull, urlTemplate, isCallerData } = require('./span-url');
 const { isFailed } = require('../../backend/outcome');
 const { CALLER_FIELDS } = require('../../../lib/query-fields');
 const { text } = require('../../../lib/protocol');
+const { SharedAttributes, SHARED } = require('./otlp-protobuf');
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH']);
 const RPC_SYSTEM = 'ged145';
 const MAX_NAME = 64;
 /** Subtypes and routes whose names and attributes are kept; past it a cache starts afresh (a router can send any subtype). */
 const MAX_KEPT = 512;
 const present = (v) => v !== undefined && v !== null;
-const CLIENT = Object.freeze({ kind: SpanKind.CLIENT });
 
 /** Subtypes are the router's text: printable, short, so that a span name stays one line. */
 const printable = (subtype) => text.printable(subtype, MAX_NAME);
@@ -82,10 +83,22 @@ function peerOf(peer) {
   return Object.freeze(out);
 }
 
-/** What a subtype's query spans share: the name and rpc.method. */
+/** What a subtype's query spans share: the name, rpc.method and ged145.query.subtype. */
 function subtypeOf(subtype) {
   const method = printable(subtype);
-  return { name: `ged145 query ${method}`, method };
+  return { name: `ged145 query ${method}`, attributes: new SharedAttributes({ 'rpc.method': method, 'ged145.query.subtype': method }) };
+}
+
+/** What a session's query spans share: the router's end and the session's id; and, by subtype, the list a span of it shares. */
+class SessionShape {
+  constructor(session) {
+    this.attributes = new SharedAttributes({ ...peerOf(session.peer), 'ged145.session.id': session.id });
+    this.lists = new Map(); // subtypeOf() -> [this.attributes, its attributes]
+  }
+
+  sharedWith(subtype) {
+    return kept(this.lists, subtype, () => Object.freeze([this.attributes, subtype.attributes]));
+  }
 }
 
 /**
@@ -104,21 +117,25 @@ class RequestShape {
     const attributes = { 'http.request.method': method, ...serverOf(origin) };
     if (method === '_OTHER') attributes['http.request.method_original'] = String(rawMethod);
     if (this.template !== null) attributes['url.template'] = this.template;
-    this.attributes = Object.freeze(attributes);
+    this.attributes = Object.freeze([new SharedAttributes(attributes)]);
     const onlyCallerData = template !== null && [...template.matchAll(/\{([^{}]+)\}/g)].every((m) => isCallerData(m[1]));
-    this.urlFull = !callerData && onlyCallerData ? urlFull({ origin, template, kind: 'query', query: null }, false) : null;
+    const full = !callerData && onlyCallerData ? urlFull({ origin, template, kind: 'query', query: null }, false) : null;
+    /** The attributes with url.full, for a query's request (a token request's URL is its own), or null: url.full is per request. */
+    this.withUrl = full === null ? null : Object.freeze([new SharedAttributes({ ...attributes, 'url.full': full })]);
   }
 }
 
 class QuerySpans {
-  constructor(tracer, { callerData }) {
+  /** sharedAttributes: the exporter encodes a span's SHARED list (OTLP protobuf); false: shared attributes are set on each span. */
+  constructor(tracer, { callerData, sharedAttributes = false }) {
     this.gateway = null; // the one whose queries are traced (one process may hold others: the warm-up's, tests')
     this.tracer = tracer;
     this.callerData = callerData;
+    this.sharedAttributes = sharedAttributes;
     this.queries = new WeakMap(); // query -> its span
     this.requests = new WeakMap(); // backend request -> its span
-    this.peers = new WeakMap(); // session -> its query spans' peer attributes
-    this.subtypes = new Map(); // subtype -> {name, method}
+    this.sessions = new WeakMap(); // session -> its SessionShape
+    this.subtypes = new Map(); // subtype -> {name, attributes}
     this.shapes = new Map(); // origin -> Map(template -> RequestShape)
     this.handlers = {
       'ged145:query:start': (m) => this.queryStart(m),
@@ -161,21 +178,18 @@ class QuerySpans {
 
   queryStart({ gateway, session, query }) {
     if (gateway !== this.gateway) return; // another gateway's (the warm-up's), or before attach(): no query is read then
-    const { name, method } = kept(this.subtypes, query.subtype, subtypeOf);
-    const span = this.tracer.startSpan(name, { kind: SpanKind.SERVER, startTime: query.receivedAt });
+    const subtype = kept(this.subtypes, query.subtype, subtypeOf);
+    const span = this.tracer.startSpan(subtype.name, SpanKind.SERVER, undefined, query.receivedAt);
     this.queries.set(query, span);
     query.labels.trace_id = span.spanContext().traceId;
     if (!span.isRecording()) return;
-    let peer = this.peers.get(session);
-    if (peer === undefined) {
-      peer = peerOf(session.peer);
-      this.peers.set(session, peer);
+    let shape = this.sessions.get(session);
+    if (shape === undefined) {
+      shape = new SessionShape(session);
+      this.sessions.set(session, shape);
     }
-    span.setAttributes(peer);
-    span.setAttribute('rpc.method', method);
-    span.setAttribute('ged145.query.subtype', method);
+    this.share(span, shape.sharedWith(subtype));
     span.setAttribute('ged145.query.invoke_id', query.invokeId);
-    span.setAttribute('ged145.session.id', session.id);
     if (present(query.side)) span.setAttribute('ged145.query.side', String(query.side));
     if (this.callerData && query.fields) {
       for (const k of CALLER_FIELDS) if (present(query.fields[k])) span.setAttribute(`ged145.query.${k}`, String(query.fields[k]));
@@ -202,19 +216,27 @@ class QuerySpans {
   requestStart({ gateway, query, request }) {
     const parent = this.parentOf(query);
     if (parent === undefined && !this.owns(gateway)) return; // another gateway's (the warm-up's), or nobody's
-    const context = parent === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, parent);
     const shape = this.shapeOf(request);
-    const span = this.tracer.startSpan(shape.name, CLIENT, context);
+    const span = this.tracer.startSpan(shape.name, SpanKind.CLIENT, parent);
     this.requests.set(request, span);
     // Exactly one traceparent: setHeader replaces, never adds (docs/diagnostics.md).
     request.setHeader('traceparent', traceparentOf(span.spanContext()));
     if (!span.isRecording()) return;
-    span.setAttributes(shape.attributes);
-    span.setAttribute('url.full', shape.urlFull !== null && request.kind !== 'token' ? shape.urlFull : urlFull(request, this.callerData));
+    if (shape.withUrl !== null && request.kind !== 'token') this.share(span, shape.withUrl);
+    else {
+      this.share(span, shape.attributes);
+      span.setAttribute('url.full', urlFull(request, this.callerData));
+    }
     span.setAttribute('ged145.backend.kind', request.kind);
     span.setAttribute('ged145.backend.route', !present(request.route) ? '' : String(request.route));
     if (request.attempt > 1) span.setAttribute('http.request.resend_count', request.attempt - 1);
     if (present(request.retry)) span.setAttribute('ged145.backend.retry', String(request.retry));
+  }
+
+  /** Attributes many spans share, each list built once: listed on the span for the protobuf encoding, or set on it. */
+  share(span, list) {
+    if (this.sharedAttributes) span[SHARED] = list;
+    else for (const shared of list) span.setAttributes(shared.attributes);
   }
 
   /** The request's RequestShape, made once per origin, template and method. */
