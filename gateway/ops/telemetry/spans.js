@@ -145,6 +145,7 @@ class QuerySpans {
       'ged145:backend:request:end': (m) => this.requestEnd(m),
       'ged145:backend:request:error': (m) => this.requestError(m),
       'ged145:backend:request:reconnect': (m) => this.requestReconnect(m),
+      'ged145:canary:answer': (m) => this.canaryAnswer(m),
     };
   }
 
@@ -211,6 +212,12 @@ class QuerySpans {
       }
     }
     span.end();
+  }
+
+  /** A canary's candidate answers the query: its span says which, so a trace tells a canary answer from the live route's. */
+  canaryAnswer({ query, candidate }) {
+    const span = this.parentOf(query);
+    if (span !== undefined && span.isRecording()) span.setAttribute('ged145.canary.candidate', candidate);
   }
 
   requestStart({ gateway, query, request }) {
