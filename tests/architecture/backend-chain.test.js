@@ -99,9 +99,11 @@ describe('objects keep their own fields', () => {
     assert.deepEqual(writes, []);
   });
 
-  // Node's private fields change between releases without notice. Those left: the TLS socket's
-  // TCP socket (server.js) and the CommonJS loader's (config/routes.js compiles a handler module
-  // from text read once); named so that no other joins them.
+  // Node's private fields change between releases without notice. Those left are the CommonJS
+  // loader's (config/routes.js compiles a handler module from text read once): a require made by
+  // Module.createRequire records the modules it loads under a module of its own, not the handler's,
+  // and the reload finds the user's modules through the handler's `children`. Named so that no
+  // other joins them.
   const PRIVATE_LEFT = [
     'gateway/config/routes.js: _compile',
     'gateway/config/routes.js: _nodeModulePaths',
