@@ -249,6 +249,7 @@ class Gateway extends SessionHost {
   /** The backend side for config: its cache keeps answers in the form answer/ fits them to (keptAnswer). */
   newBackend(config, { cache, previous = null } = {}) {
     return new Backend(config, {
+      log: this.log,
       owner: this,
       cache,
       previous,
