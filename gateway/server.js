@@ -4,7 +4,6 @@
 // shared by all of them. Owns the process-wide limits and the drain on shutdown.
 
 const net = require('node:net');
-const tls = require('node:tls');
 const { STATUS, createProfile, serializerFor } = require('../lib/protocol');
 const { Session } = require('./session/session');
 const { SessionHost } = require('./session/host');
@@ -15,17 +14,9 @@ const { HandlerFaults } = require('./backend/user-code');
 const { holdRestartSettings } = require('./config/restart');
 const { ROUTE_KIND } = require('./route-kinds');
 const { createLogger, applyLogSettings } = require('../lib/logger');
-const { PendingHandshakes } = require('./tls-handshakes');
+const { createTlsListener, applyListenerTls } = require('./tls-listener');
 
 const SESSION_REFUSAL_LOG_MS = 60_000;
-
-/**
- * What the gateway keeps on a TCP connection to its TLS listener, under a symbol of its own (as ws
- * keeps kWebSocket): {peer, log, refused}. peer is kept at accept: once a handshake times out, its
- * TLS socket no longer knows its peer's address; refused: the gateway closed it (allowlist, the
- * handshake caps and deadline), so that its tlsClientError is not logged again.
- */
-const kConnection = Symbol('ged145.connection');
 
 class Gateway extends SessionHost {
   /**
@@ -48,8 +39,7 @@ class Gateway extends SessionHost {
     this.draining = false;
     this.allowlist = config.allowlistFilter || null; // null = any address (see allowlist.js)
     this.tls = config.tls.cert !== null;
-    this.handshakes = this.tls ? pendingHandshakes(this) : null;
-    this.server = createListener(config, this);
+    ({ server: this.server, handshakes: this.handshakes } = this.tls ? this.tlsListener(config) : { server: this.plainListener(), handshakes: null });
     this.server.maxConnections = config.limits.maxConnections;
     this.server.on('drop', (data) => this.refused('max_connections', data && `${data.remoteAddress}:${data.remotePort}`));
     this.idleWaiters = [];
@@ -105,23 +95,36 @@ class Gateway extends SessionHost {
    */
   admitConnection(socket, log) {
     if (this.allowlist === null || this.allowlist.allows(socket.remoteAddress)) return true;
-    // Closed before a single byte is read (and not logged again as a failed TLS handshake).
-    if (socket[kConnection] !== undefined) socket[kConnection].refused = true;
     this.refused('allowlist', `${socket.remoteAddress}:${socket.remotePort}`);
     log.warn('connection refused: address not on the allowlist', { peer: `${socket.remoteAddress}:${socket.remotePort}` });
     socket.destroy();
     return false;
   }
 
-  /** A connection to serve: plain TCP as accepted, or a TLS socket once its handshake is done. */
-  onConnection(socket) {
-    let log;
-    if (this.tls === false) {
-      log = this.connectionLog.accept(socket.remoteAddress);
-      if (!this.admitConnection(socket, log)) return;
-    } else {
-      log = socket._parent[kConnection].log; // given when its TCP connection was accepted (createListener)
-    }
+  /** A plain TCP listener; allowHalfOpen: a router that half-closes after its last query still gets its answers. */
+  plainListener() {
+    return net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
+      const log = this.connectionLog.accept(socket.remoteAddress);
+      if (this.admitConnection(socket, log)) this.onConnection(socket, log);
+    });
+  }
+
+  /** The TLS listener (tls-listener.js), when tls.cert/tls.key are set: the same sessions and limits as plain TCP. */
+  tlsListener(config) {
+    return createTlsListener(config, {
+      connectionLog: this.connectionLog,
+      limits: () => this.config.limits,
+      admit: (socket, log) => this.admitConnection(socket, log),
+      refused: (reason, peer) => this.refused(reason, peer),
+      onSecure: (socket, log) => this.onConnection(socket, log),
+    });
+  }
+
+  /**
+   * A connection to serve: plain TCP as accepted, or a TLS socket once its handshake is done. log:
+   * its logger, given when its TCP connection was accepted.
+   */
+  onConnection(socket, log) {
     if (this.draining) {
       this.refused('draining', `${socket.remoteAddress}:${socket.remotePort}`);
       socket.destroy();
@@ -303,87 +306,6 @@ class Gateway extends SessionHost {
   toJSON() {
     return [...this.sessions].map((s) => s.toJSON());
   }
-}
-
-/**
- * A plain TCP listener, or a TLS one when tls.cert/tls.key are set (tls.ca: client certificates
- * are required and checked against it). Same sessions and limits either way.
- */
-function createListener(config, gateway) {
-  const { cert, ca } = config.tls;
-  if (cert === null) {
-    // allowHalfOpen: a router that half-closes after its last query still gets its answers.
-    return net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => gateway.onConnection(socket));
-  }
-  // Read and checked at load (config/backend.js compileListenerTls), as `ged145 config check` does.
-  const server = tls.createServer({
-    ...config.listenerTls,
-    requestCert: Boolean(ca),
-    rejectUnauthorized: Boolean(ca),
-    noDelay: true,
-    allowHalfOpen: true,
-    // Only a backstop: the handshake's deadline is limits.handshakeTimeoutMs, kept by PendingHandshakes.
-    handshakeTimeout: HANDSHAKE_BACKSTOP_MS,
-  }, (socket) => {
-    gateway.handshakes.done(socket._parent);
-    gateway.onConnection(socket);
-  });
-  server.on('connection', (socket) => acceptTlsConnection(gateway, socket));
-  server.on('tlsClientError', (err, socket) => {
-    if (socket) socket.destroy(); // with a listener here, Node leaves a failed handshake's socket open
-    const raw = socket && socket._parent ? socket._parent : socket;
-    if (raw) gateway.handshakes.done(raw);
-    const kept = raw ? raw[kConnection] : undefined;
-    if (kept !== undefined && kept.refused) return; // the allowlist said no, or we closed it (PendingHandshakes)
-    const peer = kept !== undefined ? kept.peer : socket && socket.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : 'unknown';
-    const log = kept !== undefined ? kept.log : gateway.log;
-    gateway.refused('tls', peer);
-    log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer });
-  });
-  return server;
-}
-
-/** Longer than any limits.handshakeTimeoutMs (the schema's maximum): Node's own deadline never comes first. */
-const HANDSHAKE_BACKSTOP_MS = 600_000;
-
-/** A TCP connection to the TLS listener: its logger, the allowlist, then its handshake is counted and timed. */
-function acceptTlsConnection(gateway, socket) {
-  const kept = { peer: `${socket.remoteAddress}:${socket.remotePort}`, log: gateway.connectionLog.accept(socket.remoteAddress), refused: false };
-  socket[kConnection] = kept;
-  if (!gateway.admitConnection(socket, kept.log)) return;
-  gateway.handshakes.add(socket, socket.remoteAddress);
-  socket.once('close', () => gateway.handshakes.done(socket));
-}
-
-/** The handshakes in progress, under limits.maxHandshakes and .maxHandshakesPerAddress, each timed (tls-handshakes.js). */
-function pendingHandshakes(gateway) {
-  return new PendingHandshakes({
-    limits: () => gateway.config.limits,
-    onClosed(socket, why, detail) {
-      const kept = socket[kConnection];
-      kept.refused = true; // its tlsClientError (a hang-up) is not logged again
-      const { limits } = gateway.config;
-      if (why === 'timeout') {
-        gateway.refused('tls', kept.peer);
-        const ms = Math.min(limits.handshakeTimeoutMs, limits.openTimeoutMs);
-        kept.log.warn(`TLS handshake failed: not finished within ${ms} ms (limits.handshakeTimeoutMs)`, { peer: kept.peer });
-        return;
-      }
-      gateway.refused('handshakes', kept.peer);
-      kept.log.warn('TLS handshake closed to make room: too many in progress (limits.maxHandshakes, limits.maxHandshakesPerAddress)', {
-        peer: kept.peer, ...detail,
-      });
-    },
-  });
-}
-
-/**
- * A reload's TLS files (read and checked by the config's compile, config/backend.js) for the handshakes
- * from now on: tls.Server#setSecureContext, as nginx does on reload. An open session keeps the
- * certificate it was made with; requestCert stays as the listener was made (tls.ca on or off needs a restart).
- */
-function applyListenerTls(server, config) {
-  server.setSecureContext(config.listenerTls);
 }
 
 module.exports = { Gateway };

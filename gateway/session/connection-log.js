@@ -98,7 +98,10 @@ class ConnectionLog {
   /** A TCP connection from address is accepted: the logger for its lines, loud or quiet. */
   accept(address) {
     this.startWindow();
-    return new ConnectionLogger(this, address, this.connections.take(address));
+    return new ConnectionLogger(this.log, address, this.connections.take(address), {
+      hold: (level, message) => this.hold(level, message, address),
+      admitSession: () => this.admitSession(address),
+    });
   }
 
   /** A session opened on a quiet connection: may its lines be written from now on? */
@@ -154,10 +157,17 @@ function endWindow(book) {
  * info/warn/error/debug, written or held back by the budget the connection got when accepted.
  */
 class ConnectionLogger {
-  constructor(book, address, loud) {
-    this.book = book;
+  /**
+   * log: the process's logger; loud: whether this connection's lines are written one by one; from
+   * its budget (ConnectionLog): hold(level, message), a line counted into the window's summary,
+   * and admitSession(), whether a session opened on a quiet connection may be written from now on.
+   */
+  constructor(log, address, loud, { hold, admitSession }) {
+    this.log = log;
     this.address = address;
     this.loud = loud;
+    this.hold = hold;
+    this.admitSession = admitSession;
     this.opened = false; // the session opened: its warnings are real ones, no longer noise
   }
 
@@ -170,33 +180,33 @@ class ConnectionLogger {
   }
 
   error(message, meta) {
-    this.book.log.error(message, meta);
+    this.log.error(message, meta);
   }
 
   debug(message, meta) {
-    if (this.loud) this.book.log.debug(message, meta);
+    if (this.loud) this.log.debug(message, meta);
   }
 
   isLevelEnabled(level) {
-    return this.book.log.isLevelEnabled(level);
+    return this.log.isLevelEnabled(level);
   }
 
   /** OPEN_CONF is sent: a quiet connection may be written from now on, if the session budget allows. */
   sessionOpened() {
     this.opened = true;
-    if (!this.loud) this.loud = this.book.admitSession(this.address);
+    if (!this.loud) this.loud = this.admitSession();
   }
 
   line(level, message, meta) {
     if (!this.loud) {
-      this.book.hold(level, message, this.address);
+      this.hold(level, message);
       return;
     }
-    if (this.opened) this.book.log[level](message, meta);
-    else this.book.log[level](message, { ...meta, [NOISE]: true });
+    if (this.opened) this.log[level](message, meta);
+    else this.log[level](message, { ...meta, [NOISE]: true });
   }
 }
 
 module.exports = {
-  ConnectionLog, ConnectionLogger, NOISE, WINDOW_MS,
+  ConnectionLog, NOISE, WINDOW_MS,
 };

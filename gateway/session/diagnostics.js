@@ -44,10 +44,9 @@ const labelsOf = (q) => (q.view === undefined ? NO_LABELS : q.view.labels);
 /** The FAILURE_CONF status name an outcome label was answered with (backend/outcome.js), null for a QUERY_RESP or no reply. */
 const statusOfLabel = (label) => FAILURE_STATUS[label] || null;
 
-/** ged145:query:start, under hasSubscribers: the query's view, kept on the message for its log lines and the backend's (q.view). */
-function publishQueryStart(session, q, receivedAt) {
-  q.view = new QueryView(q, session.side, receivedAt);
-  channels.queryStart.publish({ gateway: session.gateway, session, query: q.view });
+/** ged145:query:start, under hasSubscribers: the query's view (QueryView), as its session publishes it. */
+function publishQueryStart(session, view) {
+  channels.queryStart.publish({ gateway: session.gateway, session, query: view });
 }
 
 /**
@@ -55,13 +54,12 @@ function publishQueryStart(session, q, receivedAt) {
  * for one answered without going in flight (a duplicate, a wrong key) or lost in the backlog;
  * reply: the frame written to the router (null when none was).
  */
-function publishQuerySettle(session, q, p, outcome, reply = null) {
+function publishQuerySettle(session, view, p, outcome, reply) {
   const now = performance.now();
-  if (q.view === undefined) q.view = new QueryView(q, session.side, p === null ? now : p.start);
   channels.querySettle.publish({
     gateway: session.gateway,
     session,
-    query: q.view,
+    query: view,
     outcome,
     status: statusOfLabel(outcome),
     ms: p === null ? 0 : now - p.start,

@@ -15,19 +15,23 @@ const { performance } = require('node:perf_hooks');
 
 /**
  * One query in flight, as the session sees it: the query, when it is due, whether it is settled,
- * and the backend's handle for it (backend/handle.js), whose outcome it takes (onOutcome).
+ * and the backend's handle for it (backend/handle.js), whose outcome it takes (onOutcome). Its
+ * fields change through its own methods: the book settles it, the session gives it its handle.
  */
 class PendingQuery {
-  /** start: when the query's bytes arrived (performance.now() time); its deadline runs from then. */
-  constructor(book, query, start) {
-    this.book = book;
+  /**
+   * onOutcome(p, outcome): its book's, called with the backend's outcome; start: when the query's
+   * bytes arrived (performance.now() time), and deadlineMs from then to be answered in.
+   */
+  constructor(onOutcome, query, start, deadlineMs) {
+    this.outcomeTo = onOutcome;
     this.query = query;
     this.start = start;
     this.done = false;
     this.expired = false; // settled by its deadline
-    this.deadlineMs = 0;
-    this.deadlineAt = 0; // performance.now() time
-    this.handle = null; // set by the session once it dispatched the query
+    this.deadlineMs = deadlineMs;
+    this.deadlineAt = start + deadlineMs; // performance.now() time
+    this.handle = null; // the backend's, once the session dispatched the query (dispatched())
   }
 
   /** Seconds since the query arrived. */
@@ -35,9 +39,26 @@ class PendingQuery {
     return (performance.now() - this.start) / 1000;
   }
 
+  /** The backend took it: handle aborts its call and gives its substitute at the deadline. */
+  dispatched(handle) {
+    this.handle = handle;
+  }
+
+  /** Marks it settled; true only for the first call (the one allowed to reply). */
+  settle() {
+    if (this.done) return false;
+    this.done = true;
+    return true;
+  }
+
+  /** Settled by its deadline (after settle()). */
+  markExpired() {
+    this.expired = true;
+  }
+
   /** The backend's outcome (the handle's handler). */
   onOutcome(outcome) {
-    this.book.onOutcome(this, outcome);
+    this.outcomeTo(this, outcome);
   }
 }
 
@@ -73,9 +94,7 @@ class InFlight {
    */
   add(query, deadlineMs, receivedAt) {
     const now = this.now();
-    const p = new PendingQuery(this, query, receivedAt === undefined || receivedAt > now ? now : receivedAt);
-    p.deadlineMs = deadlineMs;
-    p.deadlineAt = p.start + deadlineMs;
+    const p = new PendingQuery(this.onOutcome, query, receivedAt === undefined || receivedAt > now ? now : receivedAt, deadlineMs);
     if (p.deadlineAt < this.lastDeadlineAt) this.ordered = false;
     this.lastDeadlineAt = p.deadlineAt;
     this.queries.add(p);
@@ -85,8 +104,7 @@ class InFlight {
 
   /** Takes p out of the books; true only for the call that did it (the one allowed to reply). */
   settle(p) {
-    if (p.done) return false;
-    p.done = true;
+    if (!p.settle()) return false;
     this.queries.delete(p);
     if (this.queries.size === 0) {
       this.ordered = true; // the timer, if armed, finds nothing and stops

@@ -108,12 +108,4 @@ function idleTimeoutFor(requested, { limits, log, throttle, meta }) {
   return limits.defaultIdleTimeoutMs;
 }
 
-/** No OPEN_REQ within limits.openTimeoutMs (the session's open timer, a module-level handler: no closure per connection). */
-function onOpenTimeout(session) {
-  session.clearOpenTimer();
-  if (!session.reading || session.state !== S.CONNECTED) return;
-  session.log.warn(`no OPEN_REQ within ${session.limits.openTimeoutMs} ms; closing the connection`, { session: session.id, peer: session.peer });
-  session.destroy('open timeout');
-}
-
-module.exports = { openSession, onOpenTimeout };
+module.exports = { openSession };

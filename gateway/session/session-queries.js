@@ -16,7 +16,7 @@ const { MESSAGE_TYPES: T } = require('../../lib/protocol');
 const { LABEL, FAILURE_STATUS, isFailed } = require('../backend/outcome');
 const { InFlight } = require('./inflight');
 const { describeQuery } = require('./redact');
-const { channels, labelsOf, publishQueryStart, publishQuerySettle } = require('./diagnostics');
+const { channels, QueryView, labelsOf } = require('./diagnostics');
 
 /** Answers at their deadline are written in groups of this many when hundreds are due at once. */
 const EXPIRED_WRITE = 64;
@@ -24,10 +24,27 @@ const FAILED_LOGGED = 10;
 const FAILED_WINDOW_MS = 10_000;
 
 class SessionQueries {
-  /** session: the owner (its link, gateway, log and afterSettle); reply: its Replies (reply.js). */
-  constructor(session, reply) {
-    this.session = session;
+  /**
+   * What it needs of its session, given by it: id, log and debug (its logger and whether debug
+   * lines are wanted); redact() (log.redact now); reply, its Replies (reply.js); link, its
+   * RouterLink (send, flush); host: its gateway (SessionHost, host.js), whose backend and config
+   * are read per query, so that a reload reaches them; afterSettle(), told after each reply; side(): the router's side, for
+   * the queries' views; published: {start(view), settle(view, p, outcome, reply)}, which publish
+   * as the session (ged145:query:start and :settle).
+   */
+  constructor({
+    id, log, debug, redact, reply, link, host, afterSettle, side, published,
+  }) {
+    this.id = id;
+    this.log = log;
+    this.debug = debug;
+    this.redact = redact;
     this.reply = reply;
+    this.link = link;
+    this.host = host;
+    this.afterSettle = afterSettle;
+    this.side = side;
+    this.published = published;
     this.inflight = new InFlight({
       onDeadline: (p, lateMs) => this.expire(p, lateMs),
       onOutcome: (p, outcome) => this.complete(p, outcome),
@@ -43,16 +60,15 @@ class SessionQueries {
    * now: given for a query that waited in the backlog, answered at once if its deadline has passed.
    */
   dispatch(q, receivedAt, now) {
-    const s = this.session;
-    const { backend, config } = s.gateway;
+    const { backend, config } = this.host;
     const p = this.inflight.add(q, config.deadlineMs, receivedAt);
-    if (channels.queryStart.hasSubscribers) publishQueryStart(s, q, p.start);
+    if (channels.queryStart.hasSubscribers) this.published.start(this.viewOf(q, p.start));
     // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
     // backend is not asked a question nobody waits for any more.
     const late = now !== undefined && p.deadlineAt <= now;
-    if (s.debug && !late) s.log.debug('query', { ...labelsOf(q), ...describeQuery(q, s.id, s.redact) });
+    if (this.debug && !late) this.log.debug('query', { ...labelsOf(q), ...describeQuery(q, this.id, this.redact()) });
     // group: the backend shares its connections out between sessions by it (engines/undici.js, Origin).
-    p.handle = backend.dispatch(q, p.deadlineAt, s.id, p, !late);
+    p.dispatched(backend.dispatch(q, p.deadlineAt, this.id, p, !late));
     if (late) this.expire(p);
   }
 
@@ -67,7 +83,7 @@ class SessionQueries {
 
   expire(p, lateMs = 0) {
     if (!this.inflight.settle(p)) return;
-    p.expired = true;
+    p.markExpired();
     // The backend's substitute (stale, fallback), or null; the handle aborts its request and drops a late answer.
     const instead = p.handle.atDeadline(lateMs);
     if (instead !== null) {
@@ -78,23 +94,33 @@ class SessionQueries {
       this.finish(p, p.query, label, reply);
     }
     // Hundreds due at once (a burst's tail) leave in writes of EXPIRED_WRITE, not all after the last.
-    if (++this.expiredCount % EXPIRED_WRITE === 0) this.session.link.flush();
+    if (++this.expiredCount % EXPIRED_WRITE === 0) this.link.flush();
+  }
+
+  /**
+   * The query as subscribers see it (diagnostics.js QueryView), made once, when the first channel
+   * that has subscribers needs it. The session that took the message keeps it there (q.view): its
+   * log lines read the labels a subscriber added, and the backend's subscribers find the view of
+   * the message they are given.
+   */
+  viewOf(q, receivedAt) {
+    if (q.view === undefined) q.view = new QueryView(q, this.side(), receivedAt);
+    return q.view;
   }
 
   /** The reply is written and the query counted; p is null for a query answered without going in flight (a duplicate, a wrong key). */
   finish(p, q, outcome, reply) {
-    const s = this.session;
     // First: the books can wait, the router cannot. An answer at the deadline leaves this tick.
-    s.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
+    this.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
     this.outcomes[outcome] = (this.outcomes[outcome] || 0) + 1;
-    if (channels.querySettle.hasSubscribers) publishQuerySettle(s, q, p, outcome, reply);
+    if (channels.querySettle.hasSubscribers) this.published.settle(this.viewOf(q, p === null ? performance.now() : p.start), p, outcome, reply);
     if (isFailed(outcome)) this.logFailed(q, outcome);
-    if (p !== null) s.afterSettle();
+    if (p !== null) this.afterSettle();
   }
 
   /** A query in flight the router went away from (InFlight.abortAll): counted, never answered. */
   lost(p, outcome) {
-    if (channels.querySettle.hasSubscribers) publishQuerySettle(this.session, p.query, p, outcome);
+    if (channels.querySettle.hasSubscribers) this.published.settle(this.viewOf(p.query, p.start), p, outcome, null);
     this.logFailed(p.query, outcome);
   }
 
@@ -111,15 +137,14 @@ class SessionQueries {
       return;
     }
     budget.written++;
-    const s = this.session;
     const meta = {
-      ...labelsOf(q), outcome, status: FAILURE_STATUS[outcome] || null, ...describeQuery(q, s.id, s.redact),
+      ...labelsOf(q), outcome, status: FAILURE_STATUS[outcome] || null, ...describeQuery(q, this.id, this.redact()),
     };
     if (budget.notLogged > 0) {
       meta.notLogged = budget.notLogged; // failed queries since the last such line, counted, not written
       budget.notLogged = 0;
     }
-    s.log.info(`query failed: ${outcome}`, meta);
+    this.log.info(`query failed: ${outcome}`, meta);
   }
 
   /**
@@ -129,12 +154,11 @@ class SessionQueries {
   abandon(waiting) {
     let n = this.inflight.size;
     this.inflight.abortAll(LABEL.LOST);
-    const s = this.session;
     for (const { msg, receivedAt } of waiting) {
       if (msg.typeId !== T.QUERY_REQ) continue;
       n++;
-      if (channels.queryStart.hasSubscribers) publishQueryStart(s, msg, receivedAt);
-      if (channels.querySettle.hasSubscribers) publishQuerySettle(s, msg, null, LABEL.LOST);
+      if (channels.queryStart.hasSubscribers) this.published.start(this.viewOf(msg, receivedAt));
+      if (channels.querySettle.hasSubscribers) this.published.settle(this.viewOf(msg, receivedAt), null, LABEL.LOST, null);
       this.logFailed(msg, LABEL.LOST);
     }
     return n;

@@ -1,13 +1,12 @@
 'use strict';
 
-// One router connection (side A, side B, or any other): the GED-145 session state machine, with
-// a short handler per message type. Invariant: every request read from the router gets exactly
-// one reply, unless the socket itself is gone (then its backend calls are aborted and nothing is
-// written). The socket (reading, writing, timers, the lingering close) is router-link.js; the
-// queries in flight session-queries.js (exactly once: inflight.js); those waiting for a slot
-// backlog.js; OPEN_REQ and its negotiation open.js; outcome -> reply reply.js; the channels this
-// publishes on diagnostics.js; /sessions' view summary.js. What a Session needs from its gateway is the
-// class SessionHost (host.js): server.js's Gateway extends it, and so do the tests' doubles.
+// One router connection (side A, side B, or any other): the GED-145 session state machine, with a short handler per
+// message type. Invariant: every request read from the router gets exactly one reply, unless the socket itself is gone
+// (then its backend calls are aborted and nothing is written). Its helpers get the values and calls they need, not the
+// session: the socket (reading, writing, timers, the lingering close) router-link.js; the queries in flight
+// session-queries.js (exactly once: inflight.js); those waiting for a slot backlog.js; outcome -> reply reply.js.
+// OPEN_REQ and its negotiation are open.js, the channels a session publishes on diagnostics.js, /sessions' view
+// summary.js. What a Session needs from its gateway is the class SessionHost (host.js): server.js's Gateway extends it.
 //
 // One state (session/states.js), and while the socket lives, the step its close has reached:
 //
@@ -36,12 +35,12 @@ const { RouterLink } = require('./router-link');
 const { LABEL } = require('../backend/outcome');
 const { SessionQueries } = require('./session-queries');
 const { Backlog } = require('./backlog');
-const { openSession, onOpenTimeout } = require('./open');
+const { openSession } = require('./open');
 const { Replies } = require('./reply');
 const { LogThrottle } = require('../log-throttle');
 const { reportVerdict } = require('./key-check');
 const { SESSION_STATE: S, CLOSE_STEP: STEP } = require('./states');
-const { channels } = require('./diagnostics');
+const { channels, publishQueryStart, publishQuerySettle } = require('./diagnostics');
 const { sessionJson, closeSummary } = require('./summary');
 
 let nextSessionId = 1;
@@ -59,7 +58,6 @@ class Session {
     this.log = log;
     this.debug = this.log.isLevelEnabled('debug');
     this.throttle = new LogThrottle();
-
     this.state = S.CONNECTED;
     this.step = STEP.LIVE; // how far the close has gone, while the socket lives (the drawing above)
     this.peer = `${socket.remoteAddress}:${socket.remotePort}`;
@@ -78,8 +76,6 @@ class Session {
       id: this.id, log: this.log, throttle: this.throttle, debug: this.debug, serialize: this.serialize, maxBody: this.limits.maxMessageLength,
       text: () => gateway.config.answers, // read per answer: a reload reaches open sessions
     });
-    this.queries = new SessionQueries(this, this.reply); // in flight, answered once, counted (session-queries.js)
-    this.inflight = this.queries.inflight;
     this.closeWaiters = [];
     this.closeReason = null; // why the connection closes: the first reason given (ours, the link's, the socket's)
     this.drainReason = null; // draining: the reason the session ends with once nothing is in flight
@@ -91,14 +87,10 @@ class Session {
       gone: () => this.state === S.CLOSED,
       afterSlice: () => this.afterBacklogSlice(),
     });
-    this.counters = {
-      queries: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0, lost: 0,
-    };
-    this.openTimer = setTimeout(onOpenTimeout, this.limits.openTimeoutMs, this);
+    this.counters = { queries: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0, lost: 0 };
+    this.openTimer = setTimeout(openTimedOut, this.limits.openTimeoutMs, this);
     this.link = new RouterLink(socket, {
-      limits: this.limits,
-      log: this.log,
-      meta: { session: this.id, peer: this.peer },
+      limits: this.limits, log: this.log, meta: { session: this.id, peer: this.peer }, profile: this.profile,
       onMessage: (msg, size) => this.onMessage(msg, size),
       onProtocolError: (err) => this.onProtocolError(err),
       onPeerEnd: () => this.onPeerEnd(), // half-close: what was sent is answered first
@@ -107,8 +99,13 @@ class Session {
       onClosed: () => this.onClose(),
       holding: () => this.waiting > 0,
       trace: { limit: config.log.traceFrames, redact: () => this.redact },
-      profile: this.profile,
     });
+    this.queries = new SessionQueries({ // in flight, answered once, counted (session-queries.js)
+      id: this.id, log: this.log, debug: this.debug, reply: this.reply, link: this.link, host: gateway,
+      redact: () => this.redact, side: () => this.side, afterSettle: () => this.afterSettle(),
+      published: { start: (view) => publishQueryStart(this, view), settle: (...settled) => publishQuerySettle(this, ...settled) },
+    });
+    this.inflight = this.queries.inflight;
     this.log.info('router connected', { session: this.id, peer: this.peer });
     if (channels.sessionOpen.hasSubscribers) channels.sessionOpen.publish({ gateway, session: this });
   }
@@ -299,13 +296,10 @@ class Session {
   // ---- errors and closing ------------------------------------------------------------------
 
   onProtocolError(err) {
-    if (channels.protocolError.hasSubscribers) {
-      channels.protocolError.publish({
-        gateway: this.gateway, session: this, code: err.reason, fatal: err.fatal === true,
-      });
-    }
+    const fatal = err.fatal === true;
+    if (channels.protocolError.hasSubscribers) channels.protocolError.publish({ gateway: this.gateway, session: this, code: err.reason, fatal });
     const meta = { session: this.id, peer: this.peer, reason: err.reason };
-    if (err.fatal) {
+    if (fatal) {
       // The stream cannot be trusted past this frame, but the queries read before it are intact:
       // they are answered first, then FAILURE_EVENT, then a lingering close.
       this.log.warn(`closing connection: ${err.message}`, { ...meta, inFlight: this.inflight.size });
@@ -368,6 +362,13 @@ class Session {
     this.link.destroy();
   }
 
+  /** No OPEN_REQ within limits.openTimeoutMs: the open timer fired (opened(), end() and onClose() clear it). */
+  onOpenTimeout() {
+    this.openTimer = null;
+    this.log.warn(`no OPEN_REQ within ${this.limits.openTimeoutMs} ms; closing the connection`, { session: this.id, peer: this.peer });
+    this.destroy('open timeout');
+  }
+
   clearOpenTimer() {
     if (this.openTimer !== null) clearTimeout(this.openTimer);
     this.openTimer = null;
@@ -392,5 +393,7 @@ class Session {
     return sessionJson(this);
   }
 }
+
+const openTimedOut = (session) => session.onOpenTimeout(); // the open timer's handler: no closure per connection
 
 module.exports = { Session };

@@ -388,6 +388,31 @@ describe('hardening: router side', function () {
       }
     });
 
+    it('a handshake the router resets, or fails with a wrong certificate, is logged once with its peer address', async () => {
+      const stack = await startStack({ gateway: { 'tls.cert': certs.serverCert, 'tls.key': certs.serverKey } });
+      try {
+        const peers = [];
+        const reset = net.connect(stack.port, '127.0.0.1'); // its TLS socket no longer knows its peer when the failure comes
+        reset.on('error', () => {});
+        await once(reset, 'connect');
+        peers.push(`127.0.0.1:${reset.localPort}`);
+        reset.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+        await wait(100);
+        reset.resetAndDestroy();
+        const garbage = net.connect(stack.port, '127.0.0.1'); // fails while its TCP connection is open
+        garbage.on('error', () => {});
+        await once(garbage, 'connect');
+        peers.push(`127.0.0.1:${garbage.localPort}`);
+        garbage.write('GET / HTTP/1.1\r\n\r\n');
+        await new Promise((r) => garbage.on('close', r));
+        await wait(200);
+        const lines = stack.log.lines.filter((l) => /TLS handshake failed/.test(l.message));
+        assert.deepEqual(lines.map((l) => l.peer), peers, JSON.stringify(lines));
+      } finally {
+        await stack.stop();
+      }
+    });
+
     it('a connection refused by the allowlist is not also logged as a failed handshake', async () => {
       const stack = await startStack({ gateway: { 'tls.cert': certs.serverCert, 'tls.key': certs.serverKey, allowlist: ['10.9.9.9'] } });
       try {

@@ -122,7 +122,7 @@ describe('InFlight (unit, fake clock)', () => {
   it('abortAll: every query settled without a reply, its backend call aborted, counted, the timer gone', () => {
     t = setup();
     const ps = [t.inflight.add(q(1), 100), t.inflight.add(q(2), 100)];
-    for (const p of ps) p.handle = { signal: { aborted: false }, abort() { this.signal.aborted = true; } }; // the backend's handle, as the session sets it
+    for (const p of ps) p.dispatched({ signal: { aborted: false }, abort() { this.signal.aborted = true; } }); // the backend's handle, as the session gives it
     t.inflight.abortAll('lost_router_gone');
     assert.deepEqual(ps.map((p) => p.handle.signal.aborted), [true, true]);
     assert.deepEqual(t.counted, ['lost_router_gone', 'lost_router_gone']);
