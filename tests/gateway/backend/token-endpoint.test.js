@@ -189,10 +189,12 @@ describe('a token endpoint in trouble: the failure schedule, the refresh timer, 
     it('with the client certificate of the CA nginx trusts: a token, /ready 200', async () => {
       const g = await startGateway(configFor(nginx.url, { tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey } }), { dir });
       try {
-        const until = Date.now() + 5000;
-        while ((await g.admin('/ready')).status !== 200 && Date.now() < until) await wait(50);
+        // The token is fetched at start: wait for it to be had, not only for /ready (200 before the first answer too).
+        const until = Date.now() + 10_000;
+        while ((api.stats.tokenRequests === 0 || (await g.admin('/ready')).status !== 200) && Date.now() < until) await wait(50);
+        assert.equal(api.stats.tokenRequests > 0, true, 'a token was asked for through nginx');
         assert.equal((await g.admin('/ready')).status, 200);
-        assert.equal(api.stats.tokenRequests > 0, true);
+        assert.equal((await g.admin('/status')).json().backend.auth[0].state !== 'failing', true);
       } finally {
         await g.stop();
       }
