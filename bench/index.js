@@ -17,7 +17,7 @@ const BENCHES = [
   ['cold-start', 'cold-start.js', 'the first seconds after a start, with and without the warm-up'],
   ['availability', 'availability.js', 'queries with the breaker and retry on vs off, and from the cache'],
   ['breaker', 'breaker.js', 'answered with the breaker on vs off: a failing subtype, slow, flapping, a hung first origin'],
-  ['memory', 'memory.js', 'RSS idle after start and high-water under 2,000 queries/s for 60 s'],
+  ['memory', 'memory.js', 'RSS idle after start and high-water under 2,000 queries/s for 30 s'],
   ['growth', 'growth.js', 'p50/p99 and CPU per query as sessions, ECC entries and workers grow'],
   ['compression', 'compression.js', 'what a gzipped answer costs the engine (and the server): CPU per request'],
 ];

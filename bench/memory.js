@@ -1,29 +1,33 @@
 'use strict';
 
-// Where the gateway's memory goes: a gateway as it starts (admin port on, /metrics
-// scraped every second, default metrics on), its RSS idle after the start (5 s after it listens,
-// and 20 s after, once V8's memory reducer has run: it collects and releases the warm-up's garbage
-// about 8 s after the last mark-compact of a process that stopped allocating), then 2,000 queries/s
-// through the router simulator for 60 s with RSS sampled every 200 ms, then idle again for 20 s.
-// The high-water is the kernel's VmHWM, so it covers the start and the warm-up too.
-//   BENCH_MEMORY_RATE=2000 BENCH_MEMORY_SECONDS=60 node bench/memory.js
+// Where the gateway's memory goes, measured on a gateway started as an operator starts it: a
+// `ged145 gateway` child process with its defaults (warm-up on, admin port on, default metrics
+// on, /metrics scraped every second), only the ports free ones, against the REST simulator in a
+// process of its own. Its RSS is read from /proc 5 s and 20 s after the process was started (the
+// warm-up included), then 2,000 queries/s go through the router simulator for 30 s with RSS
+// sampled every 200 ms, then it idles for 20 s. The high-water is the highest RSS sampled under
+// load; the kernel's VmHWM, which covers the start and the warm-up too, is printed beside it.
+//   BENCH_MEMORY_RATE=2000 BENCH_MEMORY_SECONDS=30 BENCH_REPEATS=3 node bench/memory.js
 //   BENCH_MEMORY_CONFIGS='{}|{"memory":{"youngGenerationMb":16,"heapGrowthPercent":0}}' node bench/memory.js
 //       (gateway configurations compared in one run, '|' apart; {} = as it starts)
 //   BENCH_MEMORY_NODE_ARGS='|--max-semi-space-size=1' node bench/memory.js   (Node flags instead)
 //   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js node bench/memory.js
+// With BENCH_REPEATS the variants take turns, one row per run.
 
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const http = require('node:http');
 const {
-  start, startGatewayProcess, startPlainBackend, cpuMeter, BIN,
+  start, startGatewayProcess, startRestSim, cpuMeter, BIN,
 } = require('./harness');
+const { execFileSync } = require('node:child_process');
 const { Router } = require('../simulator/router');
 const { table, writeResult } = require('./report');
 
 const RATE = Number(process.env.BENCH_MEMORY_RATE || 2000);
-const SECONDS = Number(process.env.BENCH_MEMORY_SECONDS || 60);
+const SECONDS = Number(process.env.BENCH_MEMORY_SECONDS || 30);
+const REPEATS = Number(process.env.BENCH_REPEATS || 1);
 const IDLE_MS = 5000;
 const SETTLED_MS = 20_000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -43,13 +47,19 @@ function scrape(port) {
 
 async function measure({ name, bin, nodeArgs, configFile }, backendUrl) {
   const config = configFile ? ['--config', configFile] : [];
+  const started = performance.now();
+  const sinceStart = (ms) => sleep(Math.max(0, ms - (performance.now() - started)));
+  // Free ports, so that runs beside other services do not collide; every other setting its default.
   const gw = await startGatewayProcess({
-    bin, nodeArgs, args: [...config, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl],
+    bin, nodeArgs, args: [...config, '--port', '0', '--admin-port', '0', '--backend', backendUrl],
   });
+  const startMs = performance.now() - started;
   const { port, adminPort } = gw;
-  await sleep(IDLE_MS);
+  // An operator's Prometheus scrapes from the start: the allocation it causes is what delayed V8's own memory reducer.
+  const scraper = setInterval(() => scrape(adminPort), 1000);
+  await sinceStart(IDLE_MS);
   const idle = status(gw.pid);
-  await sleep(SETTLED_MS - IDLE_MS);
+  await sinceStart(SETTLED_MS);
   const settled = status(gw.pid);
   const router = new Router({
     targets: [{ host: '127.0.0.1', port }], seed: 1, templates: [{ subtype: 'customer.lookup', clid: '555{rand:1000000-1009999}', dn: '8005551000' }],
@@ -57,20 +67,20 @@ async function measure({ name, bin, nodeArgs, configFile }, backendUrl) {
   await router.start();
   let rssMax = 0;
   const sampler = setInterval(() => { rssMax = Math.max(rssMax, status(gw.pid).rss); }, 200);
-  const scraper = setInterval(() => scrape(adminPort), 1000);
   const meter = cpuMeter(gw.pid);
   await router.runOpenLoop({ rate: RATE, durationMs: SECONDS * 1000 });
   const { cpuPct } = meter();
   clearInterval(sampler);
-  clearInterval(scraper);
   const end = status(gw.pid);
   const s = await router.stop();
   await sleep(SETTLED_MS);
   const after = status(gw.pid);
+  clearInterval(scraper);
   await gw.stop();
   const errors = Object.values(s.failures).reduce((a, b) => a + b, 0) + s.timeout + s.lost + s.late + Object.values(s.violations).reduce((a, b) => a + b, 0);
   return {
-    name, nodeArgs: nodeArgs.join(' '), idleRssMb: idle.rss, settledRssMb: settled.rss, settledAnonMb: settled.anon, settledFileMb: settled.file,
+    name, nodeArgs: nodeArgs.join(' '), startMs: Math.round(startMs),
+    idleRssMb: idle.rss, settledRssMb: settled.rss, settledAnonMb: settled.anon, settledFileMb: settled.file,
     startHwmMb: idle.hwm, loadRssMaxMb: Math.max(rssMax, end.rss), afterLoadRssMb: after.rss,
     hwmMb: end.hwm, endRssMb: end.rss, answered: s.answered, errors, p99Ms: s.latencyMs.p99, cpuPct,
   };
@@ -90,6 +100,16 @@ async function floor(kind) {
   };
 }
 
+/** The commit measured, for the figures in docs/performance.md; null outside a git checkout. */
+function commitOf() {
+  try {
+    const options = { cwd: path.join(__dirname, '..'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] };
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], options).trim();
+  } catch {
+    return null;
+  }
+}
+
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-bench-memory-'));
   const variants = [];
@@ -105,22 +125,26 @@ async function main() {
     }
   }
   if (process.env.BENCH_BASELINE_BIN) variants.push({ name: 'baseline', bin: process.env.BENCH_BASELINE_BIN, nodeArgs: [] });
-  const backend = await startPlainBackend();
+  const backend = await startRestSim();
   const rows = [];
   try {
-    for (const v of variants) rows.push(await measure(v, backend.url));
+    for (let r = 0; r < REPEATS; r++) for (const v of variants) rows.push(await measure(v, backend.url));
     rows.push(await floor('node'), await floor('libraries'));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
     await backend.stop();
   }
   const headers = [
-    'gateway', 'idle 5 s', 'idle 20 s', 'anon', 'file', 'start HWM', `RSS max at ${RATE}/s`, 'HWM', '20 s after', 'answered', 'errors', 'p99 ms', 'CPU %',
+    'gateway', 'ready ms', 'idle 5 s', 'idle 20 s', 'anon', 'file', 'start HWM', `RSS max at ${RATE}/s`, 'HWM', '20 s after',
+    'answered', 'errors', 'p99 ms', 'CPU %',
   ];
-  process.stdout.write(table(headers, rows.map((r) => [r.name, r.idleRssMb, r.settledRssMb, r.settledAnonMb, r.settledFileMb,
-    ...[r.startHwmMb, r.loadRssMaxMb, r.hwmMb, r.afterLoadRssMb, r.answered, r.errors, r.p99Ms, r.cpuPct].map((v) => (v === undefined ? '-' : v))])));
-  process.stdout.write(`MiB (anon, file: at 20 s idle); targets: idle RSS <= 70, high-water <= 90 under ${RATE}/s for ${SECONDS} s\n`);
-  writeResult('memory', { rate: RATE, seconds: SECONDS, rows });
+  const cells = (r) => [r.startMs, r.idleRssMb, r.settledRssMb, r.settledAnonMb, r.settledFileMb,
+    r.startHwmMb, r.loadRssMaxMb, r.hwmMb, r.afterLoadRssMb, r.answered, r.errors, r.p99Ms, r.cpuPct];
+  process.stdout.write(table(headers, rows.map((r) => [r.name, ...cells(r).map((v) => (v === undefined ? '-' : v))])));
+  const commit = commitOf();
+  process.stdout.write(`MiB, from the process's start (anon, file: at 20 s); targets: idle RSS <= 70, RSS max <= 90 under ${RATE}/s for ${SECONDS} s\n`);
+  process.stdout.write(`${new Date().toISOString().slice(0, 10)}, ${commit || 'no git'}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  writeResult('memory', { rate: RATE, seconds: SECONDS, commit, loadavg: os.loadavg(), rows });
 }
 
 main().catch((e) => { process.stderr.write(`${e.stack}\n`); process.exit(1); });
