@@ -27,14 +27,19 @@ async function main() {
   const bare = await startBare();
   await firstSeconds(bare.port, 2); // the client's own JIT, out of the way
   await bare.stop();
-  const noWarmup = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-')), 'no-warmup.json');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-'));
+  const noWarmup = path.join(dir, 'no-warmup.json');
   fs.writeFileSync(noWarmup, JSON.stringify({ warmup: false }));
   const rows = [];
-  for (const [label, args] of [['warm-up on (default)', []], ['warm-up off', ['--config', noWarmup]]]) {
-    const gw = await startGateway(backend.url, args);
-    const points = await firstSeconds(gw.port);
-    rows.push({ label, points });
-    await gw.stop();
+  try {
+    for (const [label, args] of [['warm-up on (default)', []], ['warm-up off', ['--config', noWarmup]]]) {
+      const gw = await startGateway(backend.url, args);
+      const points = await firstSeconds(gw.port);
+      rows.push({ label, points });
+      await gw.stop();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true }); // a benchmark leaves nothing in /tmp either
   }
   process.stdout.write(table(['gateway just started', ...rows[0].points.map((p, i) => `s${i + 1} p99/max ms`)],
     rows.map((r) => [r.label, ...r.points.map((p) => `${p.p99.toFixed(1)} / ${p.max.toFixed(1)}`)])));

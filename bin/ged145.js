@@ -18,6 +18,7 @@ const COMMANDS = {
   decode: '../tools/decode/cli',
   conformance: '../tools/conformance/cli',
   replay: '../tools/replay/cli',
+  why: '../tools/why/cli',
 };
 
 function mainUsage() {

@@ -14,6 +14,7 @@ const { startTracing } = require('./ops/telemetry');
 const { Metrics } = require('./ops/metrics');
 const { attachMetrics } = require('./ops/attach');
 const { Reports } = require('./ops/reports');
+const { startDecisions } = require('./ops/decisions');
 
 /**
  * The start sequence: the gateway, its warm-up, its traces, its GED-145 listener (on the fd the
@@ -32,9 +33,12 @@ async function openGateway(config, { log, listenFd = null }) {
   const stopTracing = () => (tracing ? tracing.stop() : undefined);
   // The half-hour view and the objectives live beside the gateway, not in what a reload replaces.
   const reports = new Reports({ registry: metrics.registry }).attach(gateway);
+  const decisions = startDecisions(config, { gateway, log, registry: metrics.registry }); // null when off: nothing subscribed
+  const stopDecisions = () => (decisions ? decisions.close() : undefined);
   try {
     await gateway.listen({ fd: listenFd });
   } catch (err) {
+    await stopDecisions();
     reports.detach();
     await gateway.resolver.close();
     observed.detach();
@@ -45,9 +49,14 @@ async function openGateway(config, { log, listenFd = null }) {
     gateway,
     metrics,
     reports,
-    status: async () => ({ ...(await observed.status()), ...reports.toJSON() }),
+    async status() {
+      const status = { ...(await observed.status()), ...reports.toJSON() };
+      status.processes[0].decisions = decisions ? decisions.toJSON() : null; // per process: a cluster's /status lists each worker's
+      return status;
+    },
     async close(reason) {
       await gateway.shutdown(reason);
+      await stopDecisions(); // the records of the last queries, after them
       observed.detach();
       reports.detach();
       await stopTracing(); // the last spans, after the last queries

@@ -61,14 +61,27 @@ const consoleTransport = () => Object.assign(new winston.transports.Console({
   format: winston.format.combine(winston.format.timestamp(), consoleFormat),
 }), { [OWN]: 'console' });
 
-function fileTransport(file, maxSize, maxFiles) {
+/**
+ * A file of lines rotated as the log is: at maxSize the file becomes FILE1 (its name with 1
+ * before the extension: ged1451.log), the older ones move up, maxFiles in all. zipped: the
+ * rotated files are gzipped (FILE1.gz...). Its `log({[MESSAGE]: text}, done)` writes text and a
+ * newline; done is called once the file can take more.
+ */
+function rotatingFile(file, { maxSize = MAX_SIZE, maxFiles = MAX_FILES, zipped = false, format } = {}) {
   checkLogFile(file);
-  return Object.assign(new winston.transports.File({
+  return new winston.transports.File({
     filename: file,
     maxsize: maxSize,
     maxFiles,
     tailable: true,
-    format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
+    zippedArchive: zipped,
+    format,
+  });
+}
+
+function fileTransport(file, maxSize, maxFiles) {
+  return Object.assign(rotatingFile(file, {
+    maxSize, maxFiles, format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
   }), { [OWN]: 'file', file });
 }
 
@@ -129,5 +142,5 @@ function closeLogger(logger, waitMs = 2000) {
 }
 
 module.exports = {
-  createLogger, checkLogFile, applyLogSettings, closeLogger,
+  createLogger, checkLogFile, applyLogSettings, closeLogger, rotatingFile, MAX_SIZE, MAX_FILES,
 };

@@ -28,10 +28,13 @@ const usage = `usage: ged145 router [options]
   --coalesce             send the frames of one tick as one write
   --invalid-rate R       share of queries preceded by an invalid frame (0..1)
   --request-timeout MS   RequestTimeout (default ${ROUTER_DEFAULTS.requestTimeoutMs})
+  --late-timeout MS      LateTimeout: a reply later than this counts in LatesToHalf (default
+                         ${ROUTER_DEFAULTS.lateTimeoutMs}, as the gateway's routerLateTimeoutMs)
   --heartbeat-interval MS HeartbeatInterval (default ${ROUTER_DEFAULTS.heartbeatIntervalMs})
   --session-retry MS     SessionRetry (default ${ROUTER_DEFAULTS.sessionRetryMs})
   --version N[,N...]     protocol versions to offer, highest first (default 2)
-  --connect-info S       ConnectInfo sent as CONFIG
+  --connect-info S       ConnectInfo sent as CONFIG by every side, or A=S,B=S one per side
+                         (default A=${ROUTER_DEFAULTS.connectInfo.A},B=${ROUTER_DEFAULTS.connectInfo.B})
   --des-key KEY          encrypt (16 hex digits or 8 ASCII characters; or GED145_DES_KEY)
   --tls                  connect with TLS
   --tls-ca FILE          CA that signed the gateway's certificate
@@ -62,6 +65,7 @@ const options = {
   coalesce: { type: 'boolean' },
   'invalid-rate': { type: 'string', default: '0' },
   'request-timeout': { type: 'string' },
+  'late-timeout': { type: 'string' },
   'heartbeat-interval': { type: 'string' },
   'session-retry': { type: 'string' },
   version: { type: 'string' },
@@ -80,6 +84,21 @@ const options = {
 };
 
 const num = (values, key, { int = true, min = 0, max = Infinity } = {}) => numberFlag(values, key, { int, min, max });
+
+/**
+ * --connect-info: one text for every side, or "A=...,B=..." (a comma splits only before the next
+ * side's "X=", so a ConnectInfo may hold commas).
+ */
+function connectInfoFlag(value) {
+  if (value === undefined || !/^[AB]=/i.test(value)) return value;
+  const out = {};
+  for (const part of value.split(/,(?=[AB]=)/i)) {
+    const side = part[0].toUpperCase();
+    if (Object.hasOwn(out, side)) throw new UsageError(`--connect-info names side ${side} twice`);
+    out[side] = part.slice(2);
+  }
+  return out;
+}
 
 async function main(values) {
   const { profile, versions: profileVersions } = values.protocol ? readProtocolFile(values.protocol) : {};
@@ -136,10 +155,11 @@ async function main(values) {
       },
       settings: {
         requestTimeoutMs: num(values, 'request-timeout', { min: 1 }),
+        lateTimeoutMs: num(values, 'late-timeout', { min: 1 }),
         heartbeatIntervalMs: num(values, 'heartbeat-interval', { min: 1 }),
         sessionRetryMs: num(values, 'session-retry'),
         versions: values.version ? values.version.split(',').map(Number) : profileVersions,
-        connectInfo: values['connect-info'],
+        connectInfo: connectInfoFlag(values['connect-info']),
       },
     });
   } catch (err) {

@@ -37,7 +37,8 @@ function explainConnectError(code, tls) {
 }
 
 /**
- * new RouterConnection({host, port, side, settings, stats, injection, tls, rnd, desKey, pcap})
+ * new RouterConnection({host, port, side, settings, stats, injection, tls, rnd, desKey, pcap, halfHours})
+ * halfHours: the router's RouterHalfHours (router-half-hours.js), told of every query copy as it settles.
  * A logical query is {scheduledAt, outstanding, settled, ...}; send(frameFields, logical) sends one copy.
  * Events:
  *   'open'                       a session is open (OPEN_CONF)
@@ -50,9 +51,10 @@ function explainConnectError(code, tls) {
 class RouterConnection extends EventEmitter {
   constructor({
     host, port, side = 'A', settings, stats, injection = {}, tls: tlsOptions = null, rnd = Math.random, desKey = null, pcap = null,
-    profile = DEFAULT_PROFILE,
+    profile = DEFAULT_PROFILE, halfHours = null,
   }) {
     super();
+    this.halfHours = halfHours;
     this.profile = profile; // the wire numbering this router speaks
     this.serialize = serializerFor(profile);
     this.pcap = pcap; // a PcapWriter: every write and every data event is recorded
@@ -61,6 +63,7 @@ class RouterConnection extends EventEmitter {
     this.host = host;
     this.port = port;
     this.side = side;
+    this.connectInfo = settings.connectInfo[side]; // also this side's row in the half-hour figures
     this.settings = settings;
     this.runStats = stats;
     this.injection = injection;
@@ -177,7 +180,7 @@ class RouterConnection extends EventEmitter {
       sessionKey = des.sealSessionKey(this.desKey, this.sessionKey);
     }
     this.write(this.serialize.openReq({
-      invokeId: this.openInvokeId, version: this.version, idleTimeoutMs: 4 * s.heartbeatIntervalMs, encryption: this.desKey ? 1 : 0, config: s.connectInfo,
+      invokeId: this.openInvokeId, version: this.version, idleTimeoutMs: 4 * s.heartbeatIntervalMs, encryption: this.desKey ? 1 : 0, config: this.connectInfo,
       sessionKey,
     }, { nul: true }));
   }
@@ -271,8 +274,15 @@ class RouterConnection extends EventEmitter {
     const entry = this.book.takeReply(msg.invokeId);
     if (entry === undefined) return;
     const now = performance.now();
-    const inTime = now - entry.sentAt <= this.settings.requestTimeoutMs;
+    const ms = now - entry.sentAt;
+    const inTime = ms <= this.settings.requestTimeoutMs;
     if (inTime) this.heartbeats.answeredInTime();
+    if (this.halfHours !== null && !entry.overdue) {
+      // An overdue copy was booked as a timeout when its RequestTimeout passed; one the sweep has
+      // not reached yet is a timeout all the same.
+      if (inTime) this.halfHours.replied(this.connectInfo, msg.typeId === T.FAILURE_CONF, ms);
+      else this.halfHours.timedOut(this.connectInfo);
+    }
     if (status === 0) this.errors = 0;
     else if (++this.errors >= this.settings.errorThreshold && this.settings.errorThreshold > 0) {
       this.finish(entry.logical, msg, now);
@@ -313,6 +323,7 @@ class RouterConnection extends EventEmitter {
     if (this.state !== 'open') return;
     // Queries past RequestTimeout: each counts as a missed heartbeat.
     this.book.sweepOverdue(now, s.requestTimeoutMs, () => {
+      if (this.halfHours !== null) this.halfHours.timedOut(this.connectInfo);
       this.miss();
       return this.state === 'open';
     });
@@ -364,7 +375,8 @@ class RouterConnection extends EventEmitter {
     this.dropWasFailure = false;
     this.socketError = null;
     this.stats.closed(reason);
-    this.book.loseAll((logical) => this.emit('lost', logical));
+    const inTime = this.book.loseAll((logical) => this.emit('lost', logical));
+    if (this.halfHours !== null) this.halfHours.lost(this.connectInfo, inTime);
     this.heartbeats.closed(reason);
     if (this.closeWait) this.closeWait.resolve();
     this.emit('down', reason);

@@ -14,6 +14,19 @@ function kv(obj) {
   return entries.length ? entries.map(([k, v]) => `${k} ${num(v)}`).join(', ') : 'none';
 }
 
+/** The router's half-hour figures (RouterHalfHours.toJSON): a block of its own, one line per half hour and side. */
+function halfHourBlock({ lateTimeoutMs, rows }) {
+  if (rows.length === 0) return '';
+  const keys = rows.map((r) => `${r.DateTime.slice(11)} ${r.Side}`);
+  const w = Math.max(...keys.map((k) => k.length));
+  const lines = rows.map((r, i) => {
+    const delay = r.AvgDelayToHalf === null ? '' : `; delay avg ${num(r.AvgDelayToHalf)} ms, max ${num(r.MaxDelayToHalf)} ms`;
+    return `    ${keys[i].padEnd(w)}  requests ${num(r.RequestsToHalf)}: answered ${num(r.AnsweredToHalf)}, errors ${num(r.ErrorsToHalf)}, `
+      + `timeouts ${num(r.TimeoutsToHalf)}; late ${num(r.LatesToHalf)}${delay}`;
+  });
+  return `  half hours as the router counts them (late: over LateTimeout, ${given(lateTimeoutMs)} ms)\n${lines.join('\n')}\n`;
+}
+
 function formatSummary(title, s) {
   const l = s.latencyMs;
   const rows = [
@@ -33,7 +46,7 @@ function formatSummary(title, s) {
   }
   if (Object.keys(s.closes).length) rows.push(['connections ended', kv(s.closes)]);
   const w = Math.max(...rows.map((r) => r[0].length));
-  return `${title}\n${rows.map(([k, v]) => `  ${k.padEnd(w)}  ${v}`).join('\n')}\n`;
+  return `${title}\n${rows.map(([k, v]) => `  ${k.padEnd(w)}  ${v}`).join('\n')}\n${s.halfHours ? halfHourBlock(s.halfHours) : ''}`;
 }
 
 module.exports = {

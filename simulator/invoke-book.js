@@ -22,7 +22,9 @@ class InvokeBook {
 
   /** A query copy sent with this id. One sent behind an induced fatal frame is never read by the host. */
   addQuery(invokeId, logical) {
-    this.pending.set(invokeId, { logical, sentAt: performance.now(), afterFatal: this.expectingFatal !== null });
+    this.pending.set(invokeId, {
+      logical, sentAt: performance.now(), afterFatal: this.expectingFatal !== null, overdue: false,
+    });
     logical.outstanding++;
   }
 
@@ -69,6 +71,7 @@ class InvokeBook {
     for (const [id, entry] of this.pending) {
       if (now - entry.sentAt <= timeoutMs) break; // insertion order = send order
       this.pending.delete(id);
+      entry.overdue = true;
       this.overdue.set(id, entry);
       if (!onOverdue()) return;
     }
@@ -83,9 +86,11 @@ class InvokeBook {
 
   /**
    * The connection is gone: every query still waiting is settled as lost (unexpected) or voided
-   * (sent behind a fatal frame), each logical query once; onLost(logical) for each.
+   * (sent behind a fatal frame), each logical query once; onLost(logical) for each. Returns how
+   * many copies were still within their RequestTimeout (the overdue ones have timed out already).
    */
   loseAll(onLost) {
+    const inTime = this.pending.size;
     for (const map of [this.pending, this.overdue]) {
       for (const entry of map.values()) {
         entry.logical.outstanding--;
@@ -104,6 +109,7 @@ class InvokeBook {
     }
     this.expectedRejects.clear();
     this.expectingFatal = null;
+    return inTime;
   }
 }
 

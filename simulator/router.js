@@ -3,6 +3,7 @@
 // The router simulator: one or two sides (A, B) with the ICM fault-tolerance modes, and the
 // workloads a test lab needs: open loop at a fixed rate (latency from each query's scheduled
 // time, so no coordinated omission) or closed loop with a fixed window of outstanding queries.
+// Beside the run's figures it keeps the router's half-hour figures per side (router-half-hours.js).
 
 const { EventEmitter } = require('node:events');
 const { performance } = require('node:perf_hooks');
@@ -13,6 +14,7 @@ const { QueryMix } = require('./workload');
 const { REJECT_KINDS, FATAL_KINDS } = require('./injector');
 const { prng } = require('../lib/prng');
 const { PcapWriter } = require('./pcap');
+const { RouterHalfHours } = require('./router-half-hours');
 const { OperatorError } = require('../lib/errors');
 const tls = require('node:tls');
 
@@ -36,7 +38,8 @@ class Router extends EventEmitter {
    *   sides: ['A'] | ['A', 'B'], mode, preferredSide, settings (router settings),
    *   injection: {frag, byteByByte, fragDelayMs, coalesce}, invalidRate, invalidKinds,
    *   templates, seed, tls (tls.connect options), desKey (Buffer: encrypt), pcap (file to capture to),
-   *   profile (the wire numbering, lib/protocol's createProfile; ours by default)}
+   *   profile (the wire numbering, lib/protocol's createProfile; ours by default),
+   *   now (the wall clock of the half-hour figures; Date.now)}
    */
   constructor(options = {}) {
     super();
@@ -46,6 +49,9 @@ class Router extends EventEmitter {
     this.mode = mode;
     this.settings = routerSettings(options.settings);
     this.stats = new RunStats();
+    // What the router's Application_Gateway_Half_Hour would hold: not reset with the run's
+    // figures (resetStats), as the gateway's half-hour view is not.
+    this.halfHours = new RouterHalfHours({ lateTimeoutMs: this.settings.lateTimeoutMs, now: options.now });
     this.rnd = prng(options.seed === undefined ? Date.now() : options.seed);
     this.mix = new QueryMix(options.templates, this.rnd);
     this.invalidRate = options.invalidRate || 0;
@@ -56,7 +62,7 @@ class Router extends EventEmitter {
       const t = targets[Math.min(i, targets.length - 1)];
       const c = new RouterConnection({
         host: t.host, port: t.port, side, settings: this.settings, stats: this.stats, injection: options.injection, tls: options.tls, rnd: this.rnd,
-        desKey: options.desKey, pcap: this.pcap, profile: options.profile,
+        desKey: options.desKey, pcap: this.pcap, profile: options.profile, halfHours: this.halfHours,
       });
       c.on('reply', (logical, msg, latency) => this.onReply(logical, msg, latency));
       c.on('lost', (logical) => this.onSettled(logical));
@@ -256,7 +262,10 @@ class Router extends EventEmitter {
     this.cancelled = true;
   }
 
-  /** End of a run: wait for stragglers, count the rest as timeouts, CLOSE_REQ every side. */
+  /**
+   * End of a run: wait for stragglers, count the rest as timeouts, CLOSE_REQ every side. The
+   * summary has the run's figures and `halfHours` (RouterHalfHours.toJSON).
+   */
   async stop({ drainMs = 1000 } = {}) {
     await this.drain(drainMs);
     this.stats.timeout += this.outstanding.size;
@@ -264,7 +273,7 @@ class Router extends EventEmitter {
     this.outstanding.clear();
     await Promise.all(this.connections.map((c) => c.stop()));
     if (this.pcap) this.pcap.close();
-    return this.stats.summary();
+    return { ...this.stats.summary(), halfHours: this.halfHours.toJSON() };
   }
 }
 

@@ -11,6 +11,7 @@ module.exports = [
   'tests/gateway/session/pressure.test.js',
   'tests/gateway/session/fairness.test.js',
   'tests/gateway/backend/real-backend.test.js',
+  'tests/gateway/answer/hostile-answers.test.js',
   'tests/cli/sigterm.test.js',
   'tests/cli/profile-config.test.js',
 ];

@@ -8,5 +8,5 @@ module.exports = {
   timeout: 20000,
   reporter: 'dot',
   exit: true,
-  require: ['tests/helpers/tmp.js'],
+  require: ['tests/helpers/tmp.js', 'tests/helpers/priority.js'],
 };

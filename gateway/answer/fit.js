@@ -8,28 +8,27 @@
 // The work is bounded by what a QUERY_RESP can carry, not by what the answer holds: a value is cut
 // before it is converted, and ECC entries and eccArrays elements are read only until they add up
 // to more than one frame (maxBody) could hold; the rest is dropped unread (writer.js then drops
-// from the end until the frame fits). A handler that answers 200,000 ECC entries costs the
-// session what 8 KiB of them cost, plus V8's own listing of the object's keys.
+// from the end until the frame fits). An entry dropped as invalid counts as the smallest one
+// kept would, so a walk of 200,000 invalid entries stops as soon as a valid walk would. A handler
+// that answers 200,000 ECC entries costs the session what 8 KiB of them cost, plus V8's own
+// listing of the object's keys (which no JavaScript can avoid for an object that size), once per
+// reply.
 
 const {
   MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT, DEFAULT_MAX_MESSAGE_LENGTH, text: { NOT_WIRE_TEXT },
 } = require('../../lib/protocol');
 const { isObject, setOwn } = require('../../lib/objects');
-const { toCharset } = require('./charset');
+const { toCharset, cutToConvert } = require('./charset');
 
 /** answers.charset and answers.transliterate as the schema defaults them. */
 const ASCII = Object.freeze({ charset: 'ascii', transliterate: true });
 
 /** Notes kept for one answer: the log line names the first changes and how many more there were. */
 const MAX_NOTES = 20;
-/** Keys of `vars` looked at: ten are valid; past this many the rest are not read. */
-const MAX_VAR_KEYS = VAR_COUNT + MAX_NOTES;
-/**
- * A value is cut to this many times its tag limit before it is converted: a character may take
- * several UTF-16 units (accents, an emoji sequence) and still become one byte, or none. A text
- * that shrinks more than that may come out shorter than the limit, and is noted as truncated.
- */
-const CUT_FACTOR = 8;
+
+/** What the smallest ECC pair (a one-letter name, an empty value, their NULs) and ECC_ARRAY element take in a frame. */
+const MIN_ECC_PAIR = 3;
+const MIN_ECC_ELEMENT = 6;
 
 class Notes extends Array {
   note(text) {
@@ -54,8 +53,9 @@ function toText(value, limit, field, notes, text) {
     notes.note(`${field} dropped: not a string, number or boolean`);
     return undefined;
   }
-  // Cut first: a 10 MB string costs what its first few `limit` characters cost.
-  const cut = s.length > limit * CUT_FACTOR ? s.slice(0, limit * CUT_FACTOR) : s;
+  // Cut first: a 10 MB string costs what its first few `limit` characters cost (a text that
+  // shrinks more than charset.js's CUT_FACTOR in conversion comes out shorter, noted as truncated).
+  const cut = cutToConvert(s, limit);
   let t = toCharset(cut, text.charset, text.transliterate); // cut itself when all ASCII: one regexp test
   if (t !== cut) {
     const charset = text.charset === 'latin1' ? 'Latin-1' : 'ASCII';
@@ -85,20 +85,16 @@ function fillAnswer(resp, answer, tagLimit = MAX_TAG_DATA, text = ASCII, maxBody
   return notes.list();
 }
 
+/**
+ * VAR1..VAR10 read by their ten keys, never by listing the object's: V8 lists every key of an
+ * object before a loop reads the first (50 ms for a handler's 200,000), and only ten can be carried.
+ * Keys other than "1".."10" are not looked at, so they are dropped without a note.
+ */
 function fillVars(from, tagLimit, notes, text) {
   let vars;
-  let seen = 0;
-  for (const key in from) {
+  for (let n = 1; n <= VAR_COUNT; n++) {
+    const key = String(n);
     if (!Object.hasOwn(from, key)) continue;
-    if (++seen > MAX_VAR_KEYS) {
-      notes.note(`vars: keys past the ${MAX_VAR_KEYS}th not read (there are ${VAR_COUNT} peripheral variables)`);
-      break;
-    }
-    const n = Number(key);
-    if (!Number.isInteger(n) || n < 1 || n > VAR_COUNT) {
-      notes.note(`vars.${key.slice(0, 40)} dropped: not a peripheral variable 1..${VAR_COUNT}`);
-      continue;
-    }
     const v = toText(from[key], tagLimit, `vars.${key}`, notes, text);
     if (v !== undefined) (vars || (vars = {}))[n] = v;
   }
@@ -116,6 +112,7 @@ function fillEcc(from, maxBody, notes, text) {
     }
     if (name.length === 0 || name.length > MAX_ECC_NAME || NOT_WIRE_TEXT.test(name)) {
       notes.note(`ecc '${name.slice(0, 40)}' dropped: name must be 1..${MAX_ECC_NAME} ASCII characters`);
+      bytes += MIN_ECC_PAIR;
       continue;
     }
     const v = toText(from[name], MAX_ECC_VALUE, `ecc.${name}`, notes, text);
@@ -123,7 +120,7 @@ function fillEcc(from, maxBody, notes, text) {
       if (!ecc) ecc = {};
       setOwn(ecc, name, v);
       bytes += name.length + v.length + 2;
-    }
+    } else bytes += MIN_ECC_PAIR;
   }
   return ecc;
 }
@@ -141,13 +138,14 @@ function fillEccArrays(from, maxBody, notes, text) {
       && !NOT_WIRE_TEXT.test(el.name) && Number.isInteger(el.index) && el.index >= 0 && el.index <= 255;
     if (!ok) {
       notes.note('an eccArrays element dropped: it needs name (1..32 ASCII), index (0..255) and value');
+      bytes += MIN_ECC_ELEMENT;
       continue;
     }
     const v = toText(el.value === undefined ? '' : el.value, MAX_ECC_VALUE, `eccArrays.${el.name}[${el.index}]`, notes, text);
     if (v !== undefined) {
       out.push({ name: el.name, index: el.index, value: v });
       bytes += 5 + el.name.length + v.length;
-    }
+    } else bytes += MIN_ECC_ELEMENT;
   }
   return out.length > 0 ? out : undefined;
 }

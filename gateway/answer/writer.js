@@ -14,7 +14,7 @@ const {
   serialize: defaultSerialize, STATUS, HEADER_LENGTH, MAX_TAG_DATA, des, text: { printable },
 } = require('../../lib/protocol');
 const { fillAnswer, ASCII } = require('./fit');
-const { toCharset } = require('./charset');
+const { toCharset, cutToConvert } = require('./charset');
 
 /**
  * What an encrypted session's answers are written in, for each answers.transliterate: ASCII,
@@ -46,10 +46,12 @@ class ReplyWriter {
 
   /**
    * FAILURE_CONF with an ERROR text made printable ASCII (letters outside it by their base
-   * letters, as answers are) and cut to the tag limit (encrypted when the session is).
+   * letters, as answers are) and cut to the tag limit (encrypted when the session is). The text
+   * is cut before it is converted: a backend's 60 KB "no" costs what its first bytes cost.
    */
   failureConf(invokeId, status, text) {
-    return this.serialize.failureConf(invokeId, status, printable(toCharset(text || ''), this.tagLimit), this.encodeOptions);
+    const cut = cutToConvert(String(text || ''), this.tagLimit);
+    return this.serialize.failureConf(invokeId, status, printable(toCharset(cut), this.tagLimit), this.encodeOptions);
   }
 
   /**

@@ -7,7 +7,7 @@
 const {
   ok, appError, hostError, KIND, REASON,
 } = require('./outcome');
-const { NotInFormat, readBody } = require('./formats');
+const { NotInFormat, OverBudget, readBody } = require('./formats');
 const { mapResponse } = require('./request');
 const {
   kindOf, statusReason, errorText, formatOf, UNAUTHORIZED,
@@ -26,6 +26,7 @@ function classify(response, route) {
     const format = formatOf(route);
     let doc = readBody(format, text);
     if (doc instanceof NotInFormat) {
+      if (doc instanceof OverBudget) return overBudget(format, doc);
       if (text.trim() !== '' || route.statuses === null || route.statuses.get(status) !== KIND.OK) {
         return hostError(format.reason, `backend answered with ${doc.problem}`, true);
       }
@@ -45,6 +46,13 @@ function classify(response, route) {
 function verdictFor(response, route) {
   const kind = kindOf(response.status, response.text, route);
   return kind === KIND.OK || kind === KIND.APP_ERROR ? kind : failure(kind, response);
+}
+
+/** A body refused unread for a budget: a host error whose `budget` names the setting, for the log line (layers.js). */
+function overBudget(format, refused) {
+  const outcome = hostError(format.reason, `backend answered with ${refused.problem}`, true, `${refused.problem} (${refused.setting})`);
+  outcome.budget = refused.setting;
+  return outcome;
 }
 
 function failure(kind, { status, retryAfter }) {

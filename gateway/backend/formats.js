@@ -11,6 +11,13 @@
 // section 5 forbid one in a message, and a DTD is how entity bombs and external entity reads
 // come in), and only XML's five predefined entities and character references are decoded, which
 // can only make a text shorter. The body is already bounded by backend.maxResponseBytes.
+//
+// What parsing costs is bounded too (backend.xml): the parser spends microseconds per element and
+// per attribute, so 64 KB of empty elements held the event loop for tens of milliseconds, and
+// every other session's queries waited. One linear pass over the text first (xmlBudget) counts
+// elements, attributes and depth, and stops at the first budget passed: such a body is refused
+// unread, as XML not in the route's format. fast-xml-parser has no budgets of its own to enforce
+// while it parses.
 
 const { XMLParser } = require('fast-xml-parser');
 const { REASON } = require('./outcome');
@@ -19,6 +26,14 @@ const { REASON } = require('./outcome');
 class NotInFormat {
   constructor(problem) {
     this.problem = problem;
+  }
+}
+
+/** A body refused unread because parsing it would cost more than a budget allows; setting: the budget's name. */
+class OverBudget extends NotInFormat {
+  constructor(problem, setting) {
+    super(problem);
+    this.setting = setting;
   }
 }
 
@@ -95,12 +110,90 @@ const parser = new XMLParser({
   entityDecoder: CHARACTER_REFERENCES,
 });
 
+/**
+ * backend.xml as the schema defaults it (config/schema.js). A SOAP envelope that fills the default
+ * backend.maxResponseBytes (64 KB) with short values holds about 2,500 elements, and an RPC/encoded
+ * one with xsi:type on every element about 1,400 attributes; SOAP paths are rarely 20 deep. At
+ * these budgets a parse costs at most about 20 ms (docs/performance.md, bench/hostile-answers.js).
+ */
+const XML_BUDGETS = Object.freeze({ maxElements: 4000, maxAttributes: 2000, maxDepth: 64 });
+
+const GT = 0x3e; // >, and the other characters a tag is read by
+const SLASH = 0x2f;
+const BANG = 0x21;
+const QUESTION = 0x3f;
+const EQUALS = 0x3d;
+const QUOTE = 0x22;
+const APOSTROPHE = 0x27;
+
+/** Where the construct opened at i ("<!--", "<![CDATA[", "<!...", "<?") ends, or -1. */
+function skipMarkup(text, i) {
+  if (text.startsWith('<!--', i)) return endOf(text, '-->', i + 4);
+  if (text.startsWith('<![CDATA[', i)) return endOf(text, ']]>', i + 9);
+  if (text.charCodeAt(i + 1) === QUESTION) return endOf(text, '?>', i + 2);
+  return endOf(text, '>', i + 2);
+}
+
+function endOf(text, close, from) {
+  const at = text.indexOf(close, from);
+  return at < 0 ? -1 : at + close.length;
+}
+
+/**
+ * An OverBudget when text holds more elements, attributes or nesting than budgets allow, else
+ * null: one pass, stopped at the first budget passed. Lenient: malformed text is the parser's to
+ * refuse; this only counts what the parser would build. Text between tags is skipped with indexOf.
+ */
+function xmlBudget(text, { maxElements, maxAttributes, maxDepth }) {
+  let elements = 0;
+  let attributes = 0;
+  let depth = 0;
+  let i = text.indexOf('<');
+  while (i >= 0 && i < text.length) {
+    const next = text.charCodeAt(i + 1);
+    if (next === BANG || next === QUESTION) {
+      i = skipMarkup(text, i);
+      if (i < 0) return null;
+    } else if (next === SLASH) {
+      depth--;
+      i = endOf(text, '>', i + 2);
+      if (i < 0) return null;
+    } else {
+      if (++elements > maxElements) return new OverBudget(`XML with more than ${maxElements} elements`, 'backend.xml.maxElements');
+      // The tag: its '=' outside quoted values are its attributes; '/>' closes it at once.
+      let j = i + 1;
+      let c;
+      for (; j < text.length; j++) {
+        c = text.charCodeAt(j);
+        if (c === GT) break;
+        if (c === QUOTE || c === APOSTROPHE) {
+          j = text.indexOf(c === QUOTE ? '"' : "'", j + 1);
+          if (j < 0) return null;
+        } else if (c === EQUALS && ++attributes > maxAttributes) {
+          return new OverBudget(`XML with more than ${maxAttributes} attributes`, 'backend.xml.maxAttributes');
+        }
+      }
+      if (j >= text.length) return null;
+      if (depth >= maxDepth) return new OverBudget(`XML nested more than ${maxDepth} elements deep`, 'backend.xml.maxDepth');
+      if (text.charCodeAt(j - 1) !== SLASH) depth++;
+      i = j + 1;
+    }
+    i = text.indexOf('<', i);
+  }
+  return null;
+}
+
 const DOCTYPE = new NotInFormat('XML with a document type declaration (refused: entities are never expanded)');
 const NOT_XML = new NotInFormat('a body that is not well-formed XML');
 
-/** text -> the document ({Root: ...}), or a NotInFormat; root: the element the route's paths start at, or null. */
-function readXml(text, root) {
+/**
+ * text -> the document ({Root: ...}), or a NotInFormat; root: the element the route's paths start
+ * at, or null; budgets: backend.xml.
+ */
+function readXml(text, root, budgets) {
   if (text.includes('<!DOCTYPE')) return DOCTYPE;
+  const over = xmlBudget(text, budgets);
+  if (over !== null) return over;
   let doc;
   try {
     doc = parser.parse(text, true); // true: well-formed or refused (the parser alone reads an HTML page too)
@@ -160,23 +253,29 @@ function serverFault(doc) {
   return local === 'Server' || local.startsWith('Server.') || local === 'Receiver';
 }
 
-/** The XML format for a route; root: the element its paths start at when they all start at one (SOAP: Envelope). */
-function xmlFormat(root = null) {
+/**
+ * The XML format for a route; root: the element its paths start at when they all start at one
+ * (SOAP: Envelope); budgets: backend.xml ({maxElements, maxAttributes, maxDepth}).
+ */
+function xmlFormat(root = null, budgets = XML_BUDGETS) {
   return Object.freeze({
-    name: 'xml', reason: REASON.BAD_XML, read: (text) => readXml(text, root), path: xmlPath, errorInBody: false, serverFault, root,
+    name: 'xml', reason: REASON.BAD_XML, read: (text) => readXml(text, root, budgets), path: xmlPath, errorInBody: false, serverFault, root,
   });
 }
 
 /** A body in a format: the document read (an object), or a NotInFormat saying why it is not one. */
 const readBody = (format, text) => format.read(text);
 
-/** The format a route's settings name ('json' when none), compiled once: paths are its mapping's and errorPath's. */
-function compileFormat(name, paths) {
+/**
+ * The format a route's settings name ('json' when none), compiled once: paths are its mapping's
+ * and errorPath's; budgets: backend.xml (the defaults when not given).
+ */
+function compileFormat(name, paths, budgets = XML_BUDGETS) {
   if (name !== 'xml') return JSON_FORMAT;
   const roots = new Set(paths.map((p) => p.replace(/\[\d+\]/g, '').split('.')[0]));
-  return xmlFormat(roots.size === 1 ? [...roots][0] : null);
+  return xmlFormat(roots.size === 1 ? [...roots][0] : null, { ...XML_BUDGETS, ...budgets });
 }
 
 module.exports = {
-  JSON_FORMAT, NotInFormat, readBody, compileFormat, xmlFormat, jsonPath, xmlPath,
+  JSON_FORMAT, NotInFormat, OverBudget, XML_BUDGETS, readBody, compileFormat, xmlFormat, xmlBudget, jsonPath, xmlPath,
 };

@@ -202,6 +202,11 @@ class Answer {
       return;
     }
     this.figures.failed(origin, outcome);
+    if (outcome.budget !== undefined) {
+      this.warnings.every(`${outcome.budget} ${origin}`, `backend ${origin} answered ${outcome.detail}: refused unread, as parsing it would `
+        + `hold every session; the router gets ${this.instead}. Raise ${outcome.budget} if the API's answers are that large`);
+      return;
+    }
     if (status >= 500 || outcome.reason === REASON.BAD_JSON || outcome.reason === REASON.BAD_XML) return;
     const { reason, retryAfterMs } = outcome;
     const what = status === 429 ? 'rate limited the gateway' : `answered HTTP ${status} with a body that is not the API's`;

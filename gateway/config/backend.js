@@ -15,6 +15,7 @@ const tls = require('node:tls');
 const { ConfigError, OperatorError } = require('../../lib/errors');
 const { readRegularFile } = require('../../lib/files');
 const { SecretHeaders, ProxySettings, redactedBytes } = require('./secrets');
+const { notB64token } = require('../backend/token-text');
 
 const MAX_PEM_BYTES = 1024 * 1024;
 const MAX_SECRET_BYTES = 64 * 1024;
@@ -104,25 +105,52 @@ function expandEnv(value, where, env) {
   });
 }
 
+/** RFC 9110 section 5.1: a field name is a token. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/**
+ * What a header value may hold: visible ASCII, space and tab (RFC 9110 section 5.5, without the
+ * obs-text that a recipient may read as any charset). A control character or one past U+00FF makes
+ * the undici engine refuse every request while axios quietly drops it and sends another value: a
+ * value that cannot be sent as written is refused here, once, for both engines.
+ */
+const NOT_HEADER_VALUE = /[^\t\x20-\x7e]/;
+
+/** null for a value a header can carry, else the first character that is not: code point and place, never the value (a secret). */
+function notHeaderValue(value) {
+  const i = value.search(NOT_HEADER_VALUE);
+  if (i === -1) return null;
+  const what = /[\r\n]/.test(value[i]) ? 'a line break' : `U+${value.codePointAt(i).toString(16).toUpperCase().padStart(4, '0')}`;
+  return `${what} at character ${i + 1}`;
+}
+
+function checkHeaderValue(value, what) {
+  const bad = notHeaderValue(value);
+  if (bad !== null) throw new ConfigError(`${what} holds ${bad}, which no HTTP header can carry (visible ASCII, space and tab)`);
+}
+
 /**
  * Header values may name environment variables as ${NAME}; files: {name: file}, values read from
- * files (secrets: readSecretFile). No value may break a line, and no header may come from both.
+ * files (secrets: readSecretFile). Names are HTTP tokens, values visible ASCII (NOT_HEADER_VALUE),
+ * and no header may come from both.
  */
 function resolveHeaders(headers, where, env, { files = null, baseDir = '.' } = {}) {
   const out = {};
   for (const [name, value] of Object.entries(headers || {})) {
     if (typeof value !== 'string') throw new ConfigError(`${where}.${name} must be a string`);
-    if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) throw new ConfigError(`${where}.${name} contains a line break`);
+    if (!HEADER_NAME.test(name)) throw new ConfigError(`${where}: ${JSON.stringify(name)} is no header name`);
+    checkHeaderValue(value, `${where}.${name}`);
     const v = expandEnv(value, `${where}.${name}`, env);
-    if (/[\r\n]/.test(v)) throw new ConfigError(`${where}.${name}: the environment variable's value contains a line break`);
+    checkHeaderValue(v, `${where}.${name}: the environment variable's value`);
     out[name.toLowerCase()] = v;
   }
   const filesWhere = where.replace(/headers$/, 'headerFiles');
   for (const [name, file] of Object.entries(files || {})) {
     if (typeof file !== 'string' || file === '') throw new ConfigError(`${filesWhere}.${name} must be a file name`);
-    if (/[\r\n:]/.test(name)) throw new ConfigError(`${filesWhere}: ${JSON.stringify(name)} is no header name`);
+    if (!HEADER_NAME.test(name)) throw new ConfigError(`${filesWhere}: ${JSON.stringify(name)} is no header name`);
     if (Object.hasOwn(out, name.toLowerCase())) throw new ConfigError(`${filesWhere}.${name}: the header is in ${where} too; give it once`);
-    out[name.toLowerCase()] = readSecretFile(file, `${filesWhere}.${name}`, { baseDir, env });
+    const v = readSecretFile(file, `${filesWhere}.${name}`, { baseDir, env });
+    checkHeaderValue(v, `${filesWhere}.${name}: the file's line`);
+    out[name.toLowerCase()] = v;
   }
   return new SecretHeaders(out);
 }
@@ -227,6 +255,8 @@ function compileAuth(settings, where, ctx) {
   }
   const secret = readSecret(settings, SECRET[type], where, ctx);
   if (/[\r\n]/.test(secret) || (type === 'basic' && /[\r\n:]/.test(settings.username))) throw new ConfigError(`${where}: a credential contains a line break`);
+  const notToken = type === 'bearer' ? notB64token(secret) : null;
+  if (notToken !== null) throw new ConfigError(`${where}.token is not a bearer token (RFC 6750 b64token): ${notToken}`);
   return new AuthSpec(settings, secret);
 }
 

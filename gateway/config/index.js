@@ -283,11 +283,12 @@ function startProblems(config, { embeddedBackend = false } = {}) {
   if (config.admin.port !== null && config.admin.port !== 0 && config.admin.port === config.port) {
     problems.push(`admin.port (${config.admin.port}) is the GED-145 port too: give the admin port a port of its own`);
   }
-  if (config.log.file) {
+  for (const [key, file] of [['log.file', config.log.file], ['decisions.file', config.decisions.file]]) {
+    if (!file) continue;
     try {
-      checkLogFile(config.log.file);
+      checkLogFile(file);
     } catch (err) {
-      problems.push(err.message);
+      problems.push(key === 'log.file' ? err.message : err.message.replace(/^log file/, key));
     }
   }
   return problems;

@@ -1,13 +1,14 @@
 'use strict';
 
 // Which settings a reload (SIGHUP) cannot apply to a running gateway: its listener's address,
-// its processes, its admin port, the wire numbering its sessions opened with, the V8 heap. The one
+// its processes, its admin port, the wire numbering its sessions opened with, the V8 heap, the
+// decision log (its file is opened by every process at its start). The one
 // place that says so, for a single process (server.js) and for a cluster's primary (ops/cluster.js).
 // TLS is applied (its files are read again and new connections get them); only turning TLS on or
 // off, or client certificates (tls.ca) on or off, needs a restart: the listener is made one way or
 // the other. The log's level, console and file are applied too.
 
-const RESTART_KEYS = Object.freeze(['host', 'port', 'workers', 'admin', 'protocol', 'memory']);
+const RESTART_KEYS = Object.freeze(['host', 'port', 'workers', 'admin', 'protocol', 'memory', 'decisions']);
 
 const differs = (a, b) => JSON.stringify(a) !== JSON.stringify(b);
 

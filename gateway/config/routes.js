@@ -121,7 +121,7 @@ function compileRoute(route, {
     ...common,
     mapping: mapping.length > 0 ? mapping : null,
     // The paths the operator wrote say where an XML document starts (its root element: Envelope).
-    format: compileFormat(route.format, [...mapping.map(([, p]) => p), ...(route.errorPath ? [route.errorPath] : [])]),
+    format: compileFormat(route.format, [...mapping.map(([, p]) => p), ...(route.errorPath ? [route.errorPath] : [])], backend.xml),
     errorPath,
     sendBody: body === null && (route.body === 'query' || (route.body === undefined && method !== 'GET' && method !== 'DELETE')),
     body,

@@ -13,6 +13,7 @@ const {
   DEFAULT_MAX_MESSAGE_LENGTH, MESSAGE_TYPES, STATUS, MAX_UINT32, IDLE_TIMEOUT_RANGE, ROUTER_REQUEST_TIMEOUT_MS,
 } = require('../../lib/protocol');
 const { ENGINE_NAMES } = require('../backend/engines');
+const { XML_BUDGETS } = require('../backend/formats');
 const { CHARSETS } = require('../answer/charset');
 const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
 const {
@@ -56,19 +57,19 @@ const LIMITS = section('per-session and listener limits', {
  * over it (gateway/ops/telemetry/settings.js reads them as the OpenTelemetry SDKs do). Read at start.
  */
 const TELEMETRY = section('OpenTelemetry export (docs/tracing.md); the standard OTEL_* environment overrides it', {
-  traces: section('traces of queries and backend requests, sent by OTLP/HTTP; off unless an endpoint or the otlp exporter is set', {
+  traces: section('traces of queries and backend requests, sent by OTLP (HTTP or gRPC); off unless an endpoint or the otlp exporter is set', {
     exporter: {
       enum: [null, 'otlp', 'none'], default: null,
       description: 'otlp or none; null: otlp when an endpoint is set (OTEL_TRACES_EXPORTER)', 'x-must': "must be 'otlp', 'none' or null",
     },
     endpoint: {
       type: ['string', 'null'], pattern: '^https?://', default: null,
-      description: 'the collector\'s traces URL, such as http://127.0.0.1:4318/v1/traces (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; '
-        + 'OTEL_EXPORTER_OTLP_ENDPOINT is a base that /v1/traces is added to)',
+      description: 'the collector\'s traces URL, such as http://127.0.0.1:4318/v1/traces, or for grpc http://127.0.0.1:4317 '
+        + '(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_EXPORTER_OTLP_ENDPOINT is a base that /v1/traces is added to over HTTP)',
       'x-must': 'must be an http:// or https:// URL or null',
     },
-    protocol: oneOf(['http/protobuf', 'http/json'], 'http/protobuf', {
-      description: 'OTEL_EXPORTER_OTLP_PROTOCOL', 'x-must': "must be 'http/protobuf' or 'http/json'",
+    protocol: oneOf(['http/protobuf', 'http/json', 'grpc'], 'http/protobuf', {
+      description: 'OTEL_EXPORTER_OTLP_PROTOCOL', 'x-must': "must be 'http/protobuf', 'http/json' or 'grpc'",
     }),
     headers: {
       type: 'object', additionalProperties: { type: 'string' }, default: {},
@@ -171,6 +172,11 @@ const SCHEMA = {
           + "sent where backend.headers are, to backend.url's origins only",
       },
       maxResponseBytes: int(1, 64 * 1024 * 1024, 64 * 1024, { 'x-must': 'must be a positive integer' }),
+      xml: section('what an XML answer may hold before it is parsed: more is refused unread (bad_xml), as parsing it would hold every session', {
+        maxElements: int(1, 1_000_000, XML_BUDGETS.maxElements, { description: 'elements in one XML answer' }),
+        maxAttributes: int(0, 1_000_000, XML_BUDGETS.maxAttributes, { description: 'attributes in one XML answer, all elements together' }),
+        maxDepth: int(1, 10_000, XML_BUDGETS.maxDepth, { description: 'elements open inside one another' }),
+      }),
       statuses: { $ref: '#/definitions/statuses' },
       errorPath: {
         type: 'string', minLength: 1, default: 'error', description: "the default contract: where the API's own error text is in a body",
@@ -263,6 +269,19 @@ const SCHEMA = {
       traceFrames: int(0, 100_000, 0, {
         'x-flag': flag('trace-frames', 'N', 'log the first N frames of each session each way, as hex and decoded'),
       }),
+    }),
+    decisions: section('the decision log: one JSON line per sampled query, found again by `ged145 why` (docs/safe-change.md); '
+      + 'off while file is null, and nothing is subscribed then. Read at start only', {
+      file: path({
+        description: 'where the records go: rotated at 10 MB, 5 files kept, the older ones gzipped; with --workers each worker '
+          + 'writes its own beside it (decisions.w1.jsonl)',
+        'x-env': 'GED145_DECISIONS_FILE', 'x-flag': flag('decisions-file', 'FILE', 'write one JSON line per query to FILE, for `ged145 why`'),
+      }),
+      sample: {
+        type: 'number', minimum: 0, maximum: 1, default: 1,
+        description: 'the share of calls written, chosen by RouterCallDay and RouterCallKey: a call is written from both router sides or from neither',
+        'x-must': 'must be a number from 0 to 1',
+      },
     }),
     workers: int(1, 64, 1, {
       'x-env': 'GED145_WORKERS', 'x-flag': flag('workers', 'N', 'worker processes sharing the port'),

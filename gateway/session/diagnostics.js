@@ -52,9 +52,10 @@ function publishQueryStart(session, q, receivedAt) {
 
 /**
  * ged145:query:settle, under hasSubscribers. p: the query's PendingQuery (inflight.js), or null
- * for one answered without going in flight (a duplicate, a wrong key) or lost in the backlog.
+ * for one answered without going in flight (a duplicate, a wrong key) or lost in the backlog;
+ * reply: the frame written to the router (null when none was).
  */
-function publishQuerySettle(session, q, p, outcome) {
+function publishQuerySettle(session, q, p, outcome, reply = null) {
   const now = performance.now();
   if (q.view === undefined) q.view = new QueryView(q, session.side, p === null ? now : p.start);
   channels.querySettle.publish({
@@ -65,6 +66,7 @@ function publishQuerySettle(session, q, p, outcome) {
     status: statusOfLabel(outcome),
     ms: p === null ? 0 : now - p.start,
     late: p !== null && (p.expired || now >= p.deadlineAt),
+    reply,
   });
 }
 

@@ -5,15 +5,24 @@
 // connection (inflight.js keeps that rule), the reply written and the query counted by its
 // `outcome` label and published (ged145:query:settle). The session decides whether a query is
 // taken at all (an open session, the key, a duplicate) and is told after each settle.
+//
+// A query the router got no usable answer for (every outcome but the answered ones and the API's
+// own app_error) is one info line, with its trace id when traced and its caller data as log.redact
+// allows; a backend that is down fails thousands a second, so a session writes the first
+// FAILED_LOGGED of each FAILED_WINDOW_MS and counts the rest into its next line (`notLogged`).
 
+const { performance } = require('node:perf_hooks');
 const { MESSAGE_TYPES: T } = require('../../lib/protocol');
-const { LABEL } = require('../backend/outcome');
+const { LABEL, FAILURE_STATUS, isAnswered } = require('../backend/outcome');
 const { InFlight } = require('./inflight');
 const { describeQuery } = require('./redact');
 const { channels, labelsOf, publishQueryStart, publishQuerySettle } = require('./diagnostics');
 
 /** Answers at their deadline are written in groups of this many when hundreds are due at once. */
 const EXPIRED_WRITE = 64;
+const FAILED_LOGGED = 10;
+const FAILED_WINDOW_MS = 10_000;
+const failed = (label) => !isAnswered(label) && label !== LABEL.APP_ERROR;
 
 class SessionQueries {
   /** session: the owner (its link, gateway, log and afterSettle); reply: its Replies (reply.js). */
@@ -27,6 +36,7 @@ class SessionQueries {
     });
     this.outcomes = {}; // replies by their `outcome` label (ok, cached, stale, fallback, host_error...): ok and failed are read from it
     this.expiredCount = 0; // queries answered at their deadline: every EXPIRED_WRITE of them, the link flushes
+    this.failedLog = { windowAt: -Infinity, written: 0, notLogged: 0 }; // the failed-query lines' budget
   }
 
   /**
@@ -78,13 +88,39 @@ class SessionQueries {
     // First: the books can wait, the router cannot. An answer at the deadline leaves this tick.
     s.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
     this.outcomes[outcome] = (this.outcomes[outcome] || 0) + 1;
-    if (channels.querySettle.hasSubscribers) publishQuerySettle(s, q, p, outcome);
+    if (channels.querySettle.hasSubscribers) publishQuerySettle(s, q, p, outcome, reply);
+    if (failed(outcome)) this.logFailed(q, outcome);
     if (p !== null) s.afterSettle();
   }
 
   /** A query in flight the router went away from (InFlight.abortAll): counted, never answered. */
   lost(p, outcome) {
     if (channels.querySettle.hasSubscribers) publishQuerySettle(this.session, p.query, p, outcome);
+    this.logFailed(p.query, outcome);
+  }
+
+  /** The info line of a failed query, within the session's budget (the comment at the top). */
+  logFailed(q, outcome) {
+    const budget = this.failedLog;
+    const now = performance.now();
+    if (now - budget.windowAt >= FAILED_WINDOW_MS) {
+      budget.windowAt = now;
+      budget.written = 0;
+    }
+    if (budget.written >= FAILED_LOGGED) {
+      budget.notLogged++;
+      return;
+    }
+    budget.written++;
+    const s = this.session;
+    const meta = {
+      ...labelsOf(q), outcome, status: FAILURE_STATUS[outcome] || null, ...describeQuery(q, s.id, s.redact),
+    };
+    if (budget.notLogged > 0) {
+      meta.notLogged = budget.notLogged; // failed queries since the last such line, counted, not written
+      budget.notLogged = 0;
+    }
+    s.log.info(`query failed: ${outcome}`, meta);
   }
 
   /**
@@ -100,6 +136,7 @@ class SessionQueries {
       n++;
       if (channels.queryStart.hasSubscribers) publishQueryStart(s, msg, receivedAt);
       if (channels.querySettle.hasSubscribers) publishQuerySettle(s, msg, null, LABEL.LOST);
+      this.logFailed(msg, LABEL.LOST);
     }
     return n;
   }

@@ -18,11 +18,15 @@ const MESSAGE_TYPES = Object.freeze({
   PARAM_CONF: 12,
 });
 
-/** Which side sends each type. A type arriving from the wrong side is rejected as unknown. */
+/**
+ * Which side sends each type. A type arriving from the wrong side is rejected as unknown.
+ * @type {ReadonlySet<number>}
+ */
 const ROUTER_TO_HOST = Object.freeze(new Set([
   MESSAGE_TYPES.OPEN_REQ, MESSAGE_TYPES.CLOSE_REQ, MESSAGE_TYPES.HEARTBEAT_REQ,
   MESSAGE_TYPES.QUERY_REQ, MESSAGE_TYPES.PARAM_REQ,
 ]));
+/** @type {ReadonlySet<number>} */
 const HOST_TO_ROUTER = Object.freeze(new Set(
   Object.values(MESSAGE_TYPES).filter((id) => !ROUTER_TO_HOST.has(id)),
 ));
@@ -71,9 +75,15 @@ const QUERY_FLAGS = Object.freeze({
   NO_SCRIPT_REPLY: 0x02,
 });
 
+/**
+ * @template {string} N
+ * @param {Readonly<Record<N, number>>} table
+ * @returns {Readonly<Record<number, N | undefined>>} number -> name; a number the table does not hold gives undefined
+ */
 function invert(table) {
+  /** @type {Record<number, N>} */
   const out = Object.create(null);
-  for (const [name, id] of Object.entries(table)) out[id] = name;
+  for (const [name, id] of Object.entries(table)) out[id] = /** @type {N} */ (name);
   return Object.freeze(out);
 }
 
@@ -97,6 +107,9 @@ const IDLE_TIMEOUT_RANGE = Object.freeze({ min: 1000, max: 24 * 60 * 60 * 1000 }
 /** A peripheral variable's number as text, 1..VAR_COUNT, for regular expressions: "(1|2|...|10)". */
 const VAR_NUMBER = `(${Array.from({ length: VAR_COUNT }, (_, i) => i + 1).join('|')})`;
 const MAX_UINT32 = 0xffffffff;
+
+/** @typedef {keyof typeof MESSAGE_TYPES} MessageTypeName 'QUERY_REQ', 'QUERY_RESP', ... */
+/** @typedef {keyof typeof STATUS} StatusName 'E_AG_NO_ERROR', 'E_AG_HOST_ERROR1', ... */
 
 module.exports = {
   MESSAGE_TYPES, MESSAGE_NAMES, ROUTER_TO_HOST, HOST_TO_ROUTER, TAGS, STATUS, STATUS_NAMES, QUERY_FLAGS, HEADER_LENGTH,

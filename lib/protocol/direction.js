@@ -11,4 +11,6 @@ const DIRECTION = Object.freeze({
 
 const DIRECTIONS = Object.freeze(Object.values(DIRECTION));
 
+/** @typedef {typeof DIRECTION[keyof typeof DIRECTION]} Direction 'router-to-host' or 'host-to-router' */
+
 module.exports = { DIRECTION, DIRECTIONS };

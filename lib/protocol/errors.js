@@ -43,9 +43,18 @@ const PROFILE_ERROR_CODES = Object.freeze({
   DUPLICATE: 'ERR_GED145_PROFILE_DUPLICATE', // two names given one number
 });
 
+/** @typedef {typeof ERROR_CODES[keyof typeof ERROR_CODES]} ProtocolErrorCode */
+/** @typedef {typeof ENCODE_ERROR_CODES[keyof typeof ENCODE_ERROR_CODES]} EncodeErrorCode */
+/** @typedef {typeof PROFILE_ERROR_CODES[keyof typeof PROFILE_ERROR_CODES]} ProfileErrorCode */
+
+/** @type {ReadonlySet<string>} */
 const KNOWN_ENCODE_CODES = new Set(Object.values(ENCODE_ERROR_CODES));
 
-/** ERR_GED145_TAG_OVERRUN -> tag_overrun: the short form logs and metric labels use. */
+/**
+ * ERR_GED145_TAG_OVERRUN -> tag_overrun: the short form logs and metric labels use.
+ * @param {string} code
+ * @returns {string}
+ */
 const shortCode = (code) => code.slice(PREFIX.length).toLowerCase();
 
 /**
@@ -55,20 +64,30 @@ const shortCode = (code) => code.slice(PREFIX.length).toLowerCase();
  * a FAILURE_EVENT when no InvokeID could be read) and carry on.
  */
 class ProtocolError extends Error {
+  /**
+   * @param {ProtocolErrorCode} code
+   * @param {string} message
+   * @param {{ fatal?: boolean, invokeId?: number, typeId?: number, status?: number }} [details]
+   */
   constructor(code, message, { fatal = false, invokeId, typeId, status = STATUS.E_AG_INVALID_MESSAGE } = {}) {
     super(message);
     this.name = 'ProtocolError';
     this.code = code;
     this.fatal = fatal;
+    /** The frame's InvokeID when one could be read: the FAILURE_CONF answers it. */
     this.invokeId = invokeId;
+    /** The frame's MessageType. */
     this.typeId = typeId;
+    /** The status of the FAILURE_CONF a reject is answered with (canonical number, constants.STATUS). */
     this.status = status;
   }
 
+  /** @returns {'fatal' | 'reject'} */
   get kind() {
     return this.fatal ? 'fatal' : 'reject';
   }
 
+  /** @returns {string} */
   get reason() {
     return shortCode(this.code);
   }
@@ -76,6 +95,10 @@ class ProtocolError extends Error {
 
 /** Encoder refusals: thrown before a single byte is written. `code` is one of ENCODE_ERROR_CODES. */
 class EncodeError extends TypeError {
+  /**
+   * @param {EncodeErrorCode} code
+   * @param {string} message
+   */
   constructor(code, message) {
     if (!KNOWN_ENCODE_CODES.has(code)) throw new TypeError(`unknown EncodeError code ${code}`);
     super(message);
@@ -83,6 +106,7 @@ class EncodeError extends TypeError {
     this.code = code;
   }
 
+  /** @returns {string} */
   get reason() {
     return shortCode(this.code);
   }
@@ -94,12 +118,17 @@ class EncodeError extends TypeError {
  * an operator says where it came from: the config loader as a ConfigError, the CLI as a UsageError.
  */
 class ProfileError extends Error {
+  /**
+   * @param {ProfileErrorCode} code
+   * @param {string} message
+   */
   constructor(code, message) {
     super(message);
     this.name = 'ProfileError';
     this.code = code;
   }
 
+  /** @returns {string} */
   get reason() {
     return shortCode(this.code);
   }

@@ -4,6 +4,13 @@ const { HEADER_LENGTH, DEFAULT_MAX_MESSAGE_LENGTH } = require('./constants');
 const { ProtocolError, ERROR_CODES } = require('./errors');
 
 /**
+ * @typedef {object} FramerOptions
+ * @property {(typeId: number, body: Buffer) => void} onFrame once per complete frame: its MessageType as on the wire, and its body
+ * @property {(err: ProtocolError) => void} [onError] a frame over maxMessageLength (fatal; the framer stops). Without it, push() throws.
+ * @property {number} [maxMessageLength] MessageLength above this is fatal the moment the header arrives (default 8192)
+ */
+
+/**
  * Streaming framer: feed it TCP chunks of any size, it calls onFrame(typeId, body) once per
  * complete message (docs/protocol.md section 2).
  *
@@ -21,23 +28,41 @@ const { ProtocolError, ERROR_CODES } = require('./errors');
  * in-flight cap per message rather than per TCP chunk.
  */
 class Framer {
-  constructor({ maxMessageLength = DEFAULT_MAX_MESSAGE_LENGTH, onFrame, onError } = {}) {
+  /**
+   * @overload
+   * @param {FramerOptions} options
+   */
+  /**
+   * @param {FramerOptions} [options] checked: without onFrame, a TypeError
+   */
+  constructor({ maxMessageLength = DEFAULT_MAX_MESSAGE_LENGTH, onFrame, onError } = /** @type {FramerOptions} */ ({})) {
     if (typeof onFrame !== 'function') throw new TypeError('Framer needs an onFrame callback');
     this.maxMessageLength = maxMessageLength;
     this.onFrame = onFrame;
+    /** @type {(err: ProtocolError) => void} */
     this.onError = onError || throwError;
+    /** @private */
     this._header = Buffer.allocUnsafe(HEADER_LENGTH); // holds a header split across chunks
+    /** @private */
     this._headerFill = 0;
+    /** @private @type {Buffer | null} */
     this._body = null; // the exact-size buffer of a body split across chunks
+    /** @private */
     this._bodyFill = 0;
+    /** @private */
     this._typeId = 0;
+    /** True once a frame was over the limit: the stream is finished and further chunks are ignored. */
     this.failed = false;
     this.frames = 0; // complete frames so far: lets a caller tell a new partial frame from an old one
     this.paused = false;
+    /** @private @type {Buffer[]} */
     this._held = []; // chunks (or their unread tails) pushed while paused, oldest first
   }
 
-  /** Bytes received but not looked at yet because the framer is paused. */
+  /**
+   * Bytes received but not looked at yet because the framer is paused.
+   * @returns {number}
+   */
   get heldBytes() {
     let n = 0;
     for (const c of this._held) n += c.length;
@@ -51,15 +76,22 @@ class Framer {
   /** Goes on with the held bytes; may call onFrame (and pause again) before it returns. */
   resume() {
     this.paused = false;
-    while (!this.paused && !this.failed && this._held.length > 0) this._consume(this._held.shift());
+    while (!this.paused && !this.failed && this._held.length > 0) this._consume(/** @type {Buffer} */ (this._held.shift()));
     if (this.failed) this._held = [];
   }
 
-  /** Bytes held between chunks of the frame now arriving: its header bytes so far, or its header and body bytes so far. */
+  /**
+   * Bytes held between chunks of the frame now arriving: its header bytes so far, or its header and body bytes so far.
+   * @returns {number}
+   */
   get bufferedBytes() {
     return this._body === null ? this._headerFill : HEADER_LENGTH + this._bodyFill;
   }
 
+  /**
+   * A chunk of the TCP stream, of any size. The framer keeps views of it: do not write into it afterwards.
+   * @param {Buffer} chunk
+   */
   push(chunk) {
     if (this.failed) return;
     if (this.paused) {
@@ -69,6 +101,10 @@ class Framer {
     this._consume(chunk);
   }
 
+  /**
+   * @private
+   * @param {Buffer} chunk
+   */
   _consume(chunk) {
     let offset = 0;
     const end = chunk.length;
@@ -106,6 +142,12 @@ class Framer {
     }
   }
 
+  /**
+   * @private
+   * @param {Buffer} chunk
+   * @param {number} offset
+   * @returns {number} where the next unread byte of chunk is
+   */
   _continueHeader(chunk, offset) {
     const take = Math.min(HEADER_LENGTH - this._headerFill, chunk.length - offset);
     chunk.copy(this._header, this._headerFill, offset, offset + take);
@@ -127,8 +169,14 @@ class Framer {
     return this._continueBody(chunk, offset);
   }
 
+  /**
+   * @private
+   * @param {Buffer} chunk
+   * @param {number} offset
+   * @returns {number} where the next unread byte of chunk is
+   */
   _continueBody(chunk, offset) {
-    const body = this._body;
+    const body = /** @type {Buffer} */ (this._body);
     const take = Math.min(body.length - this._bodyFill, chunk.length - offset);
     chunk.copy(body, this._bodyFill, offset, offset + take);
     this._bodyFill += take;
@@ -142,6 +190,12 @@ class Framer {
     return offset;
   }
 
+  /**
+   * @private
+   * @param {number} length
+   * @param {number} typeId
+   * @returns {boolean}
+   */
   _checkLength(length, typeId) {
     if (length <= this.maxMessageLength) return true;
     this.failed = true;
@@ -155,6 +209,7 @@ class Framer {
 
 const EMPTY = Buffer.alloc(0);
 
+/** @param {ProtocolError} err */
 function throwError(err) {
   throw err;
 }

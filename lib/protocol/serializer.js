@@ -13,8 +13,61 @@ const { MAX_ENCRYPTED_FIELD: ENCRYPTED_TAG_DATA } = require('./des'); // 248: a 
 
 const { DEFAULT_PROFILE } = require('./profile');
 
+/** @typedef {import('./profile').Profile} Profile */
+/** @typedef {import('./messages').Status} Status */
+/** @typedef {import('./messages').EccArrayElement} EccArrayElement */
+/** @typedef {import('./messages').RawTagInput} RawTagInput */
+/** @typedef {import('./messages').CallDataInput} CallDataInput */
+/** @typedef {import('./messages').QueryReqInput} QueryReqInput */
+/** @typedef {import('./messages').QueryRespInput} QueryRespInput */
+/** @typedef {import('./messages').OpenReqInput} OpenReqInput */
+/** @typedef {import('./messages').ParamReqInput} ParamReqInput */
+/** @typedef {import('./messages').EncodableMessage} EncodableMessage */
+
+/**
+ * What the encoder needs of a session cipher (des.createSessionCipher gives it).
+ * @typedef {Pick<import('./des').SessionCipher, 'encryptField'>} FieldEncrypter
+ */
+/**
+ * How tags are written.
+ * @typedef {object} TagOptions
+ * @property {boolean | readonly string[]} [nul] true to NUL-terminate every scalar tag (the router's convention),
+ *   or the field keys to terminate ('subtype', 'clid', 'vars.1', 'config', 'error', ...); the host sends none (default)
+ * @property {FieldEncrypter} [cipher] an encrypted session's cipher: every tag is padded and encrypted
+ * @property {boolean} [latin1] values (not names) may hold U+0080..U+00FF, written as one byte each
+ */
+
+/**
+ * One set of encoders, one per message type, for one wire numbering (serializerFor).
+ * @typedef {object} Serializer
+ * @property {(invokeId: number, status: Status, error?: string | null, options?: TagOptions) => Buffer} failureConf
+ * @property {(status: Status, error?: string | null, options?: TagOptions) => Buffer} failureEvent
+ * @property {(msg: OpenReqInput, options?: { nul?: TagOptions['nul'] }) => Buffer} openReq
+ * @property {(invokeId: number) => Buffer} openConf
+ * @property {(invokeId: number) => Buffer} closeReq
+ * @property {(invokeId: number) => Buffer} closeConf
+ * @property {(invokeId: number) => Buffer} heartbeatReq
+ * @property {(invokeId: number) => Buffer} heartbeatConf
+ * @property {(msg: QueryReqInput & CallDataInput, options?: TagOptions) => Buffer} queryReq
+ * @property {(msg: QueryRespInput & CallDataInput, options?: TagOptions) => Buffer} queryResp
+ * @property {(msg: ParamReqInput) => Buffer} paramReq
+ * @property {(invokeId: number) => Buffer} paramConf
+ */
+
+/**
+ * @typedef {{ type: EncodableMessage['type'], typeId?: number, status: Status, error?: string | null }
+ *   & OpenReqInput & QueryReqInput & CallDataInput & ParamReqInput} AnyMessageFields
+ */
+/** @typedef {Buffer & { latin1Write(text: string, offset: number): number }} Latin1Buffer Node's fast latin1 writer, which @types/node leaves out */
+
+/** @type {TagOptions} */
 const NO_OPTIONS = Object.freeze({});
 
+/**
+ * @param {number} value checked all the same: untyped callers give anything
+ * @param {string} field
+ * @returns {number}
+ */
 function uint32(value, field) {
   if (!Number.isInteger(value) || value < 0 || value > MAX_UINT32) {
     throw new EncodeError(E.OUT_OF_RANGE, `${field} must be an integer from 0 to ${MAX_UINT32}, got ${value}`);
@@ -22,26 +75,33 @@ function uint32(value, field) {
   return value;
 }
 
+/** @type {(value: unknown, field: string, notText?: RegExp) => string} */
 function asciiText(value, field, notText = NOT_TEXT) {
   if (typeof value !== 'string' || notText.test(value)) throw textError(value, field, notText);
   return value;
 }
 
-/** Same check, with the field name built only when it fails (hot path: ECC pairs). */
+/**
+ * Same check, with the field name built only when it fails (hot path: ECC pairs).
+ * @type {(value: unknown, prefix: string, name: string, notText?: RegExp) => string}
+ */
 function eccText(value, prefix, name, notText = NOT_TEXT) {
   if (typeof value !== 'string' || notText.test(value)) throw textError(value, `${prefix}${name}`, notText);
   return value;
 }
 
+/** @type {(value: unknown, field: string, notText: RegExp) => EncodeError} */
 function textError(value, field, notText) {
   if (typeof value !== 'string') return new EncodeError(E.NOT_TEXT, `${field} must be a string`);
   return new EncodeError(E.NON_ASCII, `${field} must be ${notText === NOT_TEXT ? 'ASCII' : 'Latin-1'} text without NUL`);
 }
 
 // vars key ("1".."10") -> [tag, field name]
+/** @type {Record<string, [number, string] | undefined>} */
 const VAR_FIELDS = Object.create(null);
 for (let n = 1; n <= VAR_COUNT; n++) VAR_FIELDS[n] = [TAGS.VAR1 + n - 1, `vars.${n}`];
 
+/** @type {(nul: TagOptions['nul'], field: string) => boolean} */
 function wantsNul(nul, field) {
   return nul === true || (nul !== undefined && nul !== false && nul.includes(field));
 }
@@ -52,16 +112,23 @@ function wantsNul(nul, field) {
  * characters U+0080..U+00FF, written as one byte each (answers.charset "latin1", docs/protocol.md).
  */
 class TagList {
+  /** @param {TagOptions} [options] */
   constructor({ nul, cipher, latin1 = false } = NO_OPTIONS) {
     this.nul = nul;
     this.notText = latin1 ? NOT_LATIN1_TEXT : NOT_TEXT;
     this.cipher = cipher; // on an encrypted session (des.createSessionCipher): pads and encrypts each tag
     // Plaintext bytes one tag can carry: 255, or 248 once NUL-padded to DES blocks (docs/protocol.md, encryption).
     this.limit = cipher === undefined ? MAX_TAG_DATA : ENCRYPTED_TAG_DATA;
+    /** @type {(number | string | Buffer)[]} tag id, data, tag id, data, ... */
     this.items = [];
     this.size = 0;
   }
 
+  /**
+   * @param {number} id
+   * @param {string | Buffer} data
+   * @param {string} field
+   */
   add(id, data, field) {
     if (this.cipher !== undefined) {
       if (data.length > ENCRYPTED_TAG_DATA) {
@@ -76,12 +143,18 @@ class TagList {
     this.size += 2 + data.length;
   }
 
+  /**
+   * @param {number} id
+   * @param {unknown} value
+   * @param {string} field
+   */
   scalar(id, value, field) {
     if (value === undefined || value === null) return;
     const data = asciiText(value, field, this.notText);
     this.add(id, wantsNul(this.nul, field) ? `${data}\0` : data, field);
   }
 
+  /** @param {CallDataInput} msg */
   callData(msg) {
     this.scalar(TAGS.SUBTYPE, msg.subtype, 'subtype');
     this.scalar(TAGS.CED, msg.ced, 'ced');
@@ -95,7 +168,10 @@ class TagList {
     if (msg.unknownTags) for (const t of msg.unknownTags) this.raw(t);
   }
 
-  /** Integer-like keys enumerate in ascending order, so VAR1..VAR10 come out in tag order. */
+  /**
+   * Integer-like keys enumerate in ascending order, so VAR1..VAR10 come out in tag order.
+   * @param {Record<string, unknown>} vars
+   */
   vars(vars) {
     for (const key in vars) {
       const field = VAR_FIELDS[key];
@@ -106,7 +182,10 @@ class TagList {
     }
   }
 
-  /** Name/value pairs are packed several to a tag, as many as fit in one tag (255, or 248 encrypted). */
+  /**
+   * Name/value pairs are packed several to a tag, as many as fit in one tag (255, or 248 encrypted).
+   * @param {Record<string, unknown>} ecc
+   */
   ecc(ecc) {
     let packed = '';
     for (const name in ecc) {
@@ -124,6 +203,7 @@ class TagList {
     if (packed.length > 0) this.add(TAGS.ECC, packed, 'ecc');
   }
 
+  /** @param {EccArrayElement} el */
   eccArrayElement(el) {
     const { name, index, value } = el;
     if (!Number.isInteger(index) || index < 0 || index > 255) {
@@ -134,20 +214,26 @@ class TagList {
     this.add(TAGS.ECC_ARRAY, data, 'eccArrays');
   }
 
+  /** @param {RawTagInput} tag */
   raw({ tag, data }) {
     if (!Number.isInteger(tag) || tag < 0 || tag > 255) throw new EncodeError(E.OUT_OF_RANGE, `tag number ${tag}`);
     this.add(tag, Buffer.isBuffer(data) ? data : asciiText(data, `tag ${tag}`), `tag ${tag}`);
   }
 
+  /**
+   * @param {Buffer} buf
+   * @param {number} offset
+   * @returns {number}
+   */
   write(buf, offset) {
     const items = this.items;
     for (let i = 0; i < items.length; i += 2) {
-      const data = items[i + 1];
-      buf[offset] = items[i];
+      const data = /** @type {string | Buffer} */ (items[i + 1]);
+      buf[offset] = /** @type {number} */ (items[i]);
       buf[offset + 1] = data.length;
       offset += 2;
       if (typeof data !== 'string') data.copy(buf, offset);
-      else if (data.length > 24) buf.latin1Write(data, offset);
+      else if (data.length > 24) /** @type {Latin1Buffer} */ (buf).latin1Write(data, offset);
       else for (let j = 0; j < data.length; j++) buf[offset + j] = data.charCodeAt(j); // short: cheaper than a native call
       offset += data.length;
     }
@@ -155,13 +241,16 @@ class TagList {
   }
 }
 
-/** Allocates header + fixed words (+ flags byte) + tags once, and writes them; p: the profile. */
+/**
+ * Allocates header + fixed words (+ flags byte) + tags once, and writes them; p: the profile.
+ * @type {(p: Profile, typeId: number, words: number[], flags?: number, tags?: TagList) => Buffer}
+ */
 function frame(p, typeId, words, flags, tags) {
   const fixed = words.length * 4 + (flags === undefined ? 0 : 1);
   const bodyLength = fixed + (tags ? tags.size : 0);
   const buf = Buffer.allocUnsafe(HEADER_LENGTH + bodyLength);
   buf.writeUInt32BE(bodyLength, 0);
-  buf.writeUInt32BE(p.typeToWire(typeId), 4); // the profile's numbering on the wire (profile.js)
+  buf.writeUInt32BE(/** @type {number} */ (p.typeToWire(typeId)), 4); // the profile's numbering on the wire (profile.js)
   let offset = HEADER_LENGTH;
   for (let i = 0; i < words.length; i++, offset += 4) buf.writeUInt32BE(words[i], offset);
   if (flags !== undefined) buf[offset++] = flags;
@@ -169,12 +258,14 @@ function frame(p, typeId, words, flags, tags) {
   return buf;
 }
 
+/** @type {(p: Profile, value: Status) => number} */
 function status(p, value) {
   const s = typeof value === 'string' ? STATUS[value] : value;
   if (s === undefined) throw new EncodeError(E.BAD_STATUS, `unknown status ${value}`);
   return uint32(p.statusToWire(s), 'status');
 }
 
+/** @type {(error: string | null | undefined, options: TagOptions | undefined) => TagList} */
 function errorTags(error, options) {
   const tags = new TagList(options);
   tags.scalar(TAGS.ERROR, error, 'error');
@@ -187,6 +278,7 @@ function errorTags(error, options) {
 // a session cipher (des.createSessionCipher) on an encrypted session. latin1: values may hold
 // Latin-1 characters (TagList). Each set writes the type and
 // status numbers of one profile (profile.js): serializerFor(profile); `serialize` is the default's.
+/** @type {(p: Profile) => Serializer} */
 function makeSerializer(p) {
   return {
     failureConf: (invokeId, st, error, options) => frame(p, T.FAILURE_CONF,
@@ -225,9 +317,14 @@ function makeSerializer(p) {
   };
 }
 
+/** @type {WeakMap<Profile, Readonly<Serializer>>} */
 const serializers = new WeakMap();
 
-/** The serializer of `profile` (made once per profile). */
+/**
+ * The serializer of `profile` (made once per profile).
+ * @param {Profile} [profile]
+ * @returns {Readonly<Serializer>}
+ */
 function serializerFor(profile = DEFAULT_PROFILE) {
   let s = serializers.get(profile);
   if (s === undefined) {
@@ -243,24 +340,30 @@ const serialize = serializerFor(DEFAULT_PROFILE);
  * encode(message, {nul, profile}) -> Buffer, for any message object with `type` (name) or `typeId`.
  * `nul`: true to NUL-terminate every scalar tag (the router's convention), or a list of field
  * keys ('subtype', 'clid', 'vars.1', 'config', 'error', ...). The host sends no NULs (default).
+ * Throws an EncodeError, before a byte is written, for a value the message cannot carry.
+ * @param {EncodableMessage} msg
+ * @param {{ nul?: TagOptions['nul'], profile?: Profile }} [options]
+ * @returns {Buffer}
  */
 function encode(msg, { nul, profile } = {}) {
   const serialize = serializerFor(profile);
-  const typeId = msg.typeId !== undefined ? msg.typeId : T[msg.type];
+  // The switch is on typeId, which TypeScript cannot tie to `type`: the fields of every type, each case reads its own.
+  const m = /** @type {AnyMessageFields} */ (msg);
+  const typeId = m.typeId !== undefined ? m.typeId : T[m.type];
   switch (typeId) {
-    case T.FAILURE_CONF: return serialize.failureConf(msg.invokeId, msg.status, msg.error, { nul });
-    case T.FAILURE_EVENT: return serialize.failureEvent(msg.status, msg.error, { nul });
-    case T.OPEN_REQ: return serialize.openReq(msg, { nul });
-    case T.OPEN_CONF: return serialize.openConf(msg.invokeId);
-    case T.CLOSE_REQ: return serialize.closeReq(msg.invokeId);
-    case T.CLOSE_CONF: return serialize.closeConf(msg.invokeId);
-    case T.HEARTBEAT_REQ: return serialize.heartbeatReq(msg.invokeId);
-    case T.HEARTBEAT_CONF: return serialize.heartbeatConf(msg.invokeId);
-    case T.QUERY_REQ: return serialize.queryReq(msg, { nul });
-    case T.QUERY_RESP: return serialize.queryResp(msg, { nul });
-    case T.PARAM_REQ: return serialize.paramReq(msg);
-    case T.PARAM_CONF: return serialize.paramConf(msg.invokeId);
-    default: throw new EncodeError(E.UNKNOWN_TYPE, `cannot encode message type ${msg.type || msg.typeId}`);
+    case T.FAILURE_CONF: return serialize.failureConf(m.invokeId, m.status, m.error, { nul });
+    case T.FAILURE_EVENT: return serialize.failureEvent(m.status, m.error, { nul });
+    case T.OPEN_REQ: return serialize.openReq(m, { nul });
+    case T.OPEN_CONF: return serialize.openConf(m.invokeId);
+    case T.CLOSE_REQ: return serialize.closeReq(m.invokeId);
+    case T.CLOSE_CONF: return serialize.closeConf(m.invokeId);
+    case T.HEARTBEAT_REQ: return serialize.heartbeatReq(m.invokeId);
+    case T.HEARTBEAT_CONF: return serialize.heartbeatConf(m.invokeId);
+    case T.QUERY_REQ: return serialize.queryReq(m, { nul });
+    case T.QUERY_RESP: return serialize.queryResp(m, { nul });
+    case T.PARAM_REQ: return serialize.paramReq(m);
+    case T.PARAM_CONF: return serialize.paramConf(m.invokeId);
+    default: throw new EncodeError(E.UNKNOWN_TYPE, `cannot encode message type ${m.type || m.typeId}`);
   }
 }
 

@@ -9,10 +9,19 @@ const NOT_WIRE_TEXT_ALL = /[^\x01-\x7f]/g;
 /** Any character a tag may not hold when answers are Latin-1 (answers.charset): NUL and everything past 0xff. */
 const NOT_LATIN1_TEXT = /[^\x01-\xff]/;
 
-/** s with every character a tag cannot carry replaced by '?'. */
+/**
+ * s with every character a tag cannot carry replaced by '?'.
+ * @param {string} s
+ * @returns {string}
+ */
 const toWireText = (s) => s.replace(NOT_WIRE_TEXT_ALL, '?');
 
-/** Text for a log field, a metric label or an ERROR tag: printable ASCII only, at most max characters. */
+/**
+ * Text for a log field, a metric label or an ERROR tag: printable ASCII only, at most max characters.
+ * @param {unknown} text anything; it is turned into a string first
+ * @param {number} [max]
+ * @returns {string}
+ */
 function printable(text, max = Infinity) {
   const s = String(text).replace(/[^\x20-\x7e]/g, '?');
   return s.length > max ? s.slice(0, max) : s;

@@ -45,7 +45,16 @@ describe('config check refuses what a start refuses', function () {
       /tls\.cert: cannot read \/nonexistent\/cert\.pem: ENOENT/],
     ['an unset variable in backend.headers', { backend: { url: 'http://crm.example', headers: { authorization: 'Bearer ${GED145_NO_SUCH_VAR}' } } },
       /backend\.headers\.authorization names environment variable GED145_NO_SUCH_VAR, which is not set/],
-    ['a line break in backend.headers', { backend: { url: 'http://crm.example', headers: { 'x-a': 'a\r\nX-Evil: 1' } } }, /backend\.headers\.x-a contains a line break/],
+    ['a line break in backend.headers', { backend: { url: 'http://crm.example', headers: { 'x-a': 'a\r\nX-Evil: 1' } } },
+      /backend\.headers\.x-a holds a line break at character 2, which no HTTP header can carry/],
+    // Refused by one engine on every request and changed by the other: refused here, for both.
+    ['a control character in backend.headers', { backend: { url: 'http://crm.example', headers: { 'x-api-key': 'k3y\u0001' } } },
+      /backend\.headers\.x-api-key holds U\+0001 at character 4, which no HTTP header can carry/],
+    ['a euro sign in a route\'s headers', { routes: { cust: { ...route.cust, headers: { 'x-api-key': '\u20ac100' } } } },
+      /routes\.cust: headers\.x-api-key holds U\+20AC at character 1, which no HTTP header can carry/],
+    ['a header name that is no token', { backend: { url: 'http://crm.example', headers: { 'x a': 'v' } } }, /backend\.headers: "x a" is no header name/],
+    ['a static bearer token outside b64token', { backend: { url: 'https://crm.example', auth: { type: 'bearer', token: 'abc\u20ac' } } },
+      /backend\.auth\.token is not a bearer token \(RFC 6750 b64token\): U\+20AC at character 4 of 4/],
     ['a missing client secret file', {
       backend: { url: 'https://crm.example', auth: { type: 'oauth2', tokenUrl: 'https://auth.example/token', clientId: 'g', clientSecretFile: 'nope' } },
     }, /backend\.auth\.clientSecretFile: cannot read .*nope: ENOENT/],

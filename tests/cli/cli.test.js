@@ -15,7 +15,8 @@ describe('ged145 CLI', () => {
   it('a usage error is one line and a pointer to --help, exit 2', async () => {
     for (const args of [
       ['nope'], ['gateway', '--bogus'], ['router', '--rate', 'fast'], ['rest-sim', '--error-rate', 'x'], ['router', '--sides', 'C'], ['router', '--rate', '-5'],
-      ['router', '--rate=-5'], ['gateway', '--port'],
+      ['router', '--rate=-5'], ['gateway', '--port'], ['router', '--late-timeout', '0'], ['router', '--connect-info', 'A=lab,a=lab'],
+      ['router', '--connect-info', 'x'.repeat(300)],
     ]) {
       const r = await runCli(args);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.err}`);

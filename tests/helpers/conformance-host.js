@@ -14,6 +14,10 @@ const {
 
 const FAULTS = Object.freeze([
   'twice', // every query reply written twice
+  'twiceLate', // every query reply written again 400 ms later: past any window shorter than the connection
+  'heartbeatConfForQuery', // every query answered HEARTBEAT_CONF with its InvokeID
+  'heartbeatsHeld', // every HEARTBEAT_CONF written heldMs (1500 ms) after its request
+  'diesOnSplit', // a read that ends inside a frame kills the host: every connection and the listener closed
   'noReassembly', // one read = one message: the first frame of each chunk, the rest dropped
   'late', // query replies held until 350 ms after the query arrived
   'heartbeatsBehind', // a heartbeat waits until every query in flight is answered
@@ -29,6 +33,7 @@ const FAULTS = Object.freeze([
 ]);
 
 const DEADLINE_MS = 250;
+const TWICE_LATE_MS = 400;
 const SLOW_MS = 1000;
 
 class HostSession {
@@ -53,6 +58,10 @@ class HostSession {
     });
     socket.on('data', (chunk) => {
       this.touch();
+      if (this.f.diesOnSplit && (chunk.length < 8 || chunk.length < 8 + chunk.readUInt32BE(0))) {
+        host.die();
+        return;
+      }
       if (this.f.noReassembly) this.readFirstFrame(chunk);
       else this.reader.push(chunk);
     });
@@ -117,7 +126,8 @@ class HostSession {
   }
 
   onHeartbeat(m) {
-    if (this.f.heartbeatsBehind && this.inflight.size > 0) this.heldHeartbeats.push(m.invokeId);
+    if (this.f.heartbeatsHeld) setTimeout(() => this.send(serialize.heartbeatConf(m.invokeId)), this.host.heldMs);
+    else if (this.f.heartbeatsBehind && this.inflight.size > 0) this.heldHeartbeats.push(m.invokeId);
     else this.send(serialize.heartbeatConf(m.invokeId));
   }
 
@@ -146,8 +156,9 @@ class HostSession {
       timers.forEach(clearTimeout);
       const write = () => {
         if (!this.inflight.delete(q.invokeId)) return; // dropped meanwhile (closeAtOnce, the socket closed)
-        this.send(buf);
+        this.send(this.f.heartbeatConfForQuery ? serialize.heartbeatConf(q.invokeId) : buf);
         if (this.f.twice) this.send(buf);
+        if (this.f.twiceLate) setTimeout(() => this.send(buf), TWICE_LATE_MS);
         this.settled();
       };
       const wait = this.f.late ? Math.max(0, 350 - (Date.now() - arrived)) : 0;
@@ -198,11 +209,19 @@ class HostSession {
   }
 }
 
-/** Starts the host on 127.0.0.1, a free port. faults: names from FAULTS; desKey: Buffer or null. */
-async function startConformanceHost({ faults = [], desKey = null } = {}) {
+/** Starts the host on 127.0.0.1, a free port. faults: names from FAULTS; desKey: Buffer or null; heldMs: how long heartbeatsHeld holds. */
+async function startConformanceHost({ faults = [], desKey = null, heldMs = 1500 } = {}) {
   for (const f of faults) if (!FAULTS.includes(f)) throw new RangeError(`unknown fault ${f}`);
-  const host = { faults: Object.fromEntries(faults.map((f) => [f, true])), desKey };
   const sockets = new Set();
+  const host = {
+    faults: Object.fromEntries(faults.map((f) => [f, true])),
+    desKey,
+    heldMs,
+    die() { // as a crashed process does: the listener and every connection gone at once
+      if (server.listening) server.close();
+      for (const s of sockets) s.destroy();
+    },
+  };
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -213,7 +232,7 @@ async function startConformanceHost({ faults = [], desKey = null } = {}) {
     port: server.address().port,
     close() {
       for (const s of sockets) s.destroy();
-      return new Promise((r) => server.close(r));
+      return server.listening ? new Promise((r) => server.close(r)) : Promise.resolve();
     },
   };
 }

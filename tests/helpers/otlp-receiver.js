@@ -8,6 +8,11 @@
 // or without `Content-Encoding: gzip`. It answers 200 with an empty ExportTraceServiceResponse
 // in the request's own encoding, 400 to a body it cannot decode, 415 to any other type.
 // Whatever it decodes is kept as flat spans, the same whichever encoding carried them.
+//
+// startOtlpGrpcReceiver: the same over OTLP/gRPC (docs/specification.md, "OTLP/gRPC"), a real gRPC
+// server (@grpc/grpc-js, which the gRPC exporter depends on) serving the unary
+// opentelemetry.proto.collector.trace.v1.TraceService/Export, its messages decoded with the same
+// .proto files; a request's metadata is kept as its headers.
 
 const http = require('node:http');
 const path = require('node:path');
@@ -90,15 +95,48 @@ function decode(body, contentType) {
   return spansOf(JSON.parse(body.toString('utf8')), 'json');
 }
 
+/** What a receiver keeps, whichever transport: spans, requests, errors, take(request), waitForSpans(pred, ms). */
+function collector() {
+  const spans = [];
+  const requests = [];
+  const errors = [];
+  const waiters = new Set();
+  return {
+    spans,
+    requests,
+    errors,
+    take(request) {
+      requests.push(request);
+      spans.push(...request.spans);
+      for (const w of waiters) w();
+    },
+    /** Resolves with the spans once pred(spans) is true (or rejects after ms, saying what it holds). */
+    waitForSpans(pred, ms = 10_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (!pred(spans)) return false;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(spans);
+          return true;
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`timed out after ${ms} ms; the receiver holds ${spans.length} spans: ${spans.map((s) => s.name).join(', ')}`));
+        }, ms);
+        if (!check()) waiters.add(check);
+      });
+    },
+  };
+}
+
 /**
  * Starts a receiver: {url (its /v1/traces), base, spans, requests, errors, waitForSpans(pred, ms), close()}.
  * requests: {contentType, encoding, headers, spans} of each export, in order.
  */
 async function startOtlpReceiver() {
-  const spans = [];
-  const requests = [];
-  const errors = [];
-  const waiters = new Set();
+  const kept = collector();
+  const { errors } = kept;
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -122,11 +160,9 @@ async function startOtlpReceiver() {
         errors.push(`${contentType}: ${err.message}`);
         return reply(400, 'text/plain', 'bad request');
       }
-      requests.push({
+      kept.take({
         contentType, encoding: got.length > 0 ? got[0].encoding : null, headers: req.headers, spans: got,
       });
-      spans.push(...got);
-      for (const w of waiters) w();
       if (contentType === 'application/json') return reply(200, 'application/json', '{}');
       const { response } = protoTypes();
       return reply(200, 'application/x-protobuf', Buffer.from(response.encode(response.create({})).finish()));
@@ -136,30 +172,60 @@ async function startOtlpReceiver() {
   await once(server, 'listening');
   const base = `http://127.0.0.1:${server.address().port}`;
   return {
+    ...kept,
     base,
     url: `${base}/v1/traces`,
-    spans,
-    requests,
-    errors,
-    /** Resolves with the spans once pred(spans) is true (or rejects after ms, saying what it holds). */
-    waitForSpans(pred, ms = 10_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (!pred(spans)) return false;
-          waiters.delete(check);
-          clearTimeout(timer);
-          resolve(spans);
-          return true;
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`timed out after ${ms} ms; the receiver holds ${spans.length} spans: ${spans.map((s) => s.name).join(', ')}`));
-        }, ms);
-        if (!check()) waiters.add(check);
-      });
-    },
     close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }),
   };
 }
 
-module.exports = { startOtlpReceiver, PROTO_ROOT };
+const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+
+/**
+ * Starts an OTLP/gRPC receiver on 127.0.0.1 (plaintext): {url (http://127.0.0.1:port, as the
+ * exporter takes it), spans, requests ({contentType 'application/grpc', encoding 'protobuf',
+ * headers: the call's metadata, spans}), errors, waitForSpans(pred, ms), close()}.
+ */
+async function startOtlpGrpcReceiver() {
+  const grpc = require('@grpc/grpc-js');
+  const { request, response } = protoTypes();
+  const kept = collector();
+  const server = new grpc.Server();
+  const raw = (b) => b;
+  server.addService({
+    Export: {
+      path: EXPORT_PATH,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: raw,
+      requestDeserialize: raw,
+      responseSerialize: () => Buffer.from(response.encode(response.create({})).finish()),
+      responseDeserialize: raw,
+    },
+  }, {
+    Export(call, callback) {
+      let got;
+      try {
+        got = spansOf(request.toObject(request.decode(call.request), { longs: String, bytes: Buffer, defaults: false }), 'protobuf');
+      } catch (err) {
+        kept.errors.push(`grpc: ${err.message}`);
+        return callback({ code: grpc.status.INVALID_ARGUMENT, details: 'cannot decode' });
+      }
+      const headers = Object.fromEntries(Object.entries(call.metadata.getMap()).map(([k, v]) => [k, String(v)]));
+      kept.take({
+        contentType: 'application/grpc', encoding: 'protobuf', headers, spans: got,
+      });
+      return callback(null, {});
+    },
+  });
+  const port = await new Promise((resolve, reject) => {
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+  });
+  return {
+    ...kept,
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise((r) => { server.tryShutdown(() => r()); setTimeout(() => { server.forceShutdown(); r(); }, 1000).unref(); }),
+  };
+}
+
+module.exports = { startOtlpReceiver, startOtlpGrpcReceiver, PROTO_ROOT };

@@ -9,6 +9,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { CASES, LEVELS, NEEDS } = require('../../tools/conformance/cases');
 const { casesMarkdown, DOC, BEGIN, END } = require('../../tools/conformance/doc');
+const { SOURCES, MARKS } = require('../../tools/conformance/sources');
 
 const PROTOCOL = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
 const flat = (s) => s.replace(/\s+/g, ' ');
@@ -35,6 +36,17 @@ describe('the conformance case table', () => {
       assert.ok(flat(PROTOCOL).includes(flat(c.requirement)), `${c.id}: "${c.requirement}" is not in docs/protocol.md`);
       assert.ok(c.needs === undefined || Object.hasOwn(NEEDS, c.needs), c.id);
       assert.equal(typeof c.run, 'function');
+    }
+  });
+
+  it('gives every case its source, marked as docs/protocol.md marks it: a MUST from Cisco or the field, a SHOULD our decision', () => {
+    assert.deepEqual(Object.keys(SOURCES).sort(), CASES.map((c) => c.id).sort());
+    for (const c of CASES) {
+      const { mark, document } = SOURCES[c.id];
+      assert.ok(document.length > 20, c.id);
+      if (c.level === 'MUST') assert.ok(mark === MARKS.certain || mark === MARKS.field, `${c.id} is a MUST from ${mark}`);
+      if (c.level === 'SHOULD') assert.equal(mark, MARKS.decided, c.id);
+      if (mark === MARKS.certain) assert.match(document, /^Cisco/, c.id);
     }
   });
 

@@ -153,8 +153,13 @@ describe('ged145 conformance against faulty hosts', function () {
           id: s.id,
           expected: s.querySelector('.expected').textContent,
           observed: s.querySelector('.observed').textContent,
-          frames: [...s.querySelectorAll('table.frames td code')].map((c) => c.textContent),
+          cause: s.querySelector('.cause').textContent,
+          source: s.querySelector('cite.source').textContent,
+          frames: [...s.querySelectorAll('table.frames td code:not(.hex)')].map((c) => c.textContent),
+          marked: [...s.querySelectorAll('table.frames tr.marked td code:not(.hex)')].map((c) => c.textContent),
+          hex: [...s.querySelectorAll('table.frames tr.marked code.hex')].map((c) => c.textContent),
         })),
+        causes: [...document.querySelectorAll('ul.causes li')].map((li) => li.textContent),
         rows: document.querySelectorAll('table.cases tr').length - 1,
       }));
       assert.deepEqual(problems, []);
@@ -162,10 +167,17 @@ describe('ged145 conformance against faulty hosts', function () {
       assert.equal(seen.rows, report.cases.length);
       assert.deepEqual(seen.details.map((d) => d.id), failed);
       const twice = seen.details.find((d) => d.id === 'ged145/query/1');
-      assert.match(twice.observed, /got 2 replies/);
+      const [, id] = /^2 replies to QUERY_REQ id=(\d+): /.exec(twice.observed) || [];
+      assert.ok(id, twice.observed);
       assert.match(twice.expected, /one QUERY_RESP or FAILURE_CONF/);
-      assert.ok(twice.frames.some((f) => /^OPEN_REQ id=1 version=2/.test(f)), twice.frames.join('\n'));
-      assert.equal(twice.frames.filter((f) => /^QUERY_RESP id=2 E_AG_NO_ERROR vars=\{"1":"ok"\}$/.test(f)).length, 2, twice.frames.join('\n'));
+      assert.equal(twice.cause, 'answers twice');
+      assert.match(twice.source, /\[certain\]$/);
+      assert.deepEqual(seen.causes, ['answers twice (1): ged145/query/1']);
+      assert.ok(twice.frames.some((f) => /^OPEN_REQ id=\d+ version=2/.test(f)), twice.frames.join('\n'));
+      assert.equal(twice.marked.length, 3, twice.marked.join('\n')); // the query and both replies
+      assert.match(twice.marked[0], new RegExp(`^QUERY_REQ id=${id} `));
+      assert.deepEqual(twice.marked.slice(1), Array(2).fill(`QUERY_RESP id=${id} E_AG_NO_ERROR vars={"1":"ok"}`));
+      assert.equal(twice.hex[1].replace(/ /g, ''), `0000000c0000000a${Number(id).toString(16).padStart(8, '0')}0000000009026f6b`);
     } finally {
       await browser.close();
     }

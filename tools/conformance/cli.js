@@ -8,7 +8,9 @@ const fs = require('node:fs');
 const { UsageError } = require('../../lib/errors');
 const { numberFlag, desKeyFlag } = require('../../lib/cli-flags');
 const { runSuite, selectCases } = require('./run');
-const { writeReport, toJson } = require('./report');
+const {
+  writeReport, toJson, failureLines, summaryLine,
+} = require('./report');
 const { parseTarget } = require('./target');
 
 const summary = 'score a GED-145 host against the protocol: the router\'s side as a test suite';
@@ -93,13 +95,23 @@ function runOptions(values) {
   };
 }
 
+const pad = ' '.repeat(LABEL_WIDTH);
+
+/** A case as the console shows it; a failure as h2spec prints one: the rule and its source, expected and actual, then the exchange. */
 function caseLine(r) {
-  const head = `${r.result.toUpperCase().padEnd(LABEL_WIDTH)}${r.level.padEnd(7)}${r.id.padEnd(22)} ${r.title} (${r.durationMs} ms)`;
+  const head = `${r.result.toUpperCase().replace('-', ' ').padEnd(LABEL_WIDTH)}${r.level.padEnd(7)}${r.id.padEnd(22)} ${r.title} (${r.durationMs} ms)`;
   if (r.result === 'pass') return head;
-  if (r.result === 'fail' || r.result === 'non-strict') {
-    return `${head}\n${' '.repeat(LABEL_WIDTH)}expected: ${r.expected}\n${' '.repeat(LABEL_WIDTH)}observed: ${r.observed}`;
-  }
-  return `${head}\n${' '.repeat(LABEL_WIDTH)}${r.observed}`;
+  if (r.result === 'fail' || r.result === 'non-strict') return [head, ...failureLines(r).map((l) => `${pad}${l}`)].join('\n');
+  return `${head}\n${pad}${r.observed}`;
+}
+
+/** Failures grouped by cause, then why cases were not run: one finding per defect. */
+function causeLines(run) {
+  const lines = [];
+  if (run.causes.length > 0) lines.push('failures by cause:', ...run.causes.map((c) => `  ${c.cause} (${c.ids.length}): ${c.ids.join(', ')}`));
+  const notRun = run.results.find((r) => r.result === 'not-run');
+  if (notRun) lines.push(`${run.counts.notRun} case(s) ${notRun.observed}`);
+  return lines;
 }
 
 async function main(values) {
@@ -124,8 +136,9 @@ async function main(values) {
   } else {
     const { counts } = run;
     if (counts.nonStrict > 0 && !run.strict) process.stdout.write(`${counts.nonStrict} SHOULD case(s) failed (non-strict: they fail the run with --strict)\n`);
+    for (const l of causeLines(run)) process.stdout.write(`${l}\n`);
     if (values.report) process.stdout.write(`report: ${values.report}/index.html\n`);
-    process.stdout.write(`${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
+    process.stdout.write(`${summaryLine(run)}\n`);
   }
   process.exitCode = run.exitCode;
 }

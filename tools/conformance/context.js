@@ -6,36 +6,52 @@
 // what it observed; anything else a case throws is the kit's own defect and is reported as such.
 
 const crypto = require('node:crypto');
-const {
-  serialize, des, MESSAGE_NAMES, STATUS_NAMES, ROUTER_REQUEST_TIMEOUT_MS,
-} = require('../../lib/protocol');
+const { serialize, des, STATUS_NAMES, ROUTER_REQUEST_TIMEOUT_MS } = require('../../lib/protocol');
 const { Peer } = require('./peer');
+const {
+  answers, allowedText, brief, typeName,
+} = require('./replies');
 const { CaseFailure, CaseSkipped } = require('../../lib/errors');
 
 /** How long a reply may take before a case calls it missing: generous, a case about timing measures itself. */
 const REPLY_WAIT_MS = 1000;
-/** How long a case waits after the last expected reply for a second, wrong one. */
-const SETTLE_MS = 300;
 
-/** "QUERY_RESP id=7 E_AG_NO_ERROR", short, for observed lines. */
-function brief(m) {
-  if (m === null || m === undefined) return 'nothing';
-  const status = m.status === undefined ? '' : ` ${STATUS_NAMES[m.status] || `status ${m.status}`}`;
-  return `${m.type || MESSAGE_NAMES[m.typeId]} id=${m.invokeId === undefined ? '-' : m.invokeId}${status}`;
+/** "QUERY_RESP E_AG_NO_ERROR": a reply's kind, for comparing two replies. */
+const kind = (m) => (m ? `${m.type} ${STATUS_NAMES[m.status] || m.status}` : 'nothing');
+
+/**
+ * A failure with what a verdict needs besides its text: cause (a few words the summary groups
+ * failures by), pending (requests that got no reply while the case waited: a reply that comes
+ * later makes it "a late reply") and marks (messages and requests the exchange marks).
+ */
+function failure(observed, {
+  cause, pending = [], marks = [], of,
+} = {}) {
+  return Object.assign(new CaseFailure(observed), {
+    cause, pending, marks, of,
+  });
 }
 
-/** A reply's kind, for comparing two replies: "QUERY_RESP E_AG_NO_ERROR". */
-const kind = (m) => (m ? `${m.type} ${STATUS_NAMES[m.status] || m.status}` : 'nothing');
+/** InvokeIDs the router might use: sparse and out of order, so that a host answering id + 1 (or 1, 2, 3) answers nothing the kit sent. */
+function sparseId(used) {
+  for (;;) {
+    const id = crypto.randomInt(0x100, 0x7fff_ff00) * 2 + 1; // odd: a host that echoes id + 1 or id - 1 hits no id of ours
+    if (!used.has(id)) return id;
+  }
+}
+
+/** Did the host close this connection when the case did not wait for it to? */
+const hostClosed = (peer) => peer.closed && peer.hostEnded && !peer.closeExpected;
 
 class CaseContext {
   /**
    * options: {target: {host, port, tls}, subtype, slowSubtype, failingSubtype, desKey (Buffer|null),
-   * version, connectTimeoutMs}.
+   * version, connectTimeoutMs, onHostClose(peer)}.
    */
   constructor(options) {
     this.options = options;
     this.peers = [];
-    this.nextInvokeId = 1;
+    this.used = new Set();
     this.notes = [];
   }
 
@@ -43,16 +59,21 @@ class CaseContext {
   async connect(name = `connection ${this.peers.length + 1}`) {
     let peer;
     try {
-      peer = await Peer.connect(this.options.target, { connectTimeoutMs: this.options.connectTimeoutMs, name });
+      peer = await Peer.connect(this.options.target, { connectTimeoutMs: this.options.connectTimeoutMs, name, onHostClose: this.options.onHostClose });
     } catch (err) {
-      throw new CaseFailure(`could not connect (${err.code || err.message}): the host stopped accepting connections`);
+      const code = err.code || err.message;
+      const f = failure(`could not connect (${code}): the host stopped accepting connections`, { cause: 'stops accepting connections' });
+      throw Object.assign(f, { connectFailed: code });
     }
     this.peers.push(peer);
     return peer;
   }
 
+  /** A fresh InvokeID for this case. */
   id() {
-    return this.nextInvokeId++;
+    const id = sparseId(this.used);
+    this.used.add(id);
+    return id;
   }
 
   openReq({ invokeId = this.id(), version = this.options.version, idleTimeoutMs = 60_000, encryption = 0, sessionKey, config = 'ged145-conformance' } = {}) {
@@ -65,8 +86,8 @@ class CaseContext {
   async open(peer, fields = {}) {
     const invokeId = fields.invokeId || this.id();
     peer.send(this.openReq({ ...fields, invokeId }));
-    const reply = await peer.waitFor((m) => m.invokeId === invokeId, REPLY_WAIT_MS);
-    if (reply === null || reply.type !== 'OPEN_CONF') throw new CaseFailure(`OPEN_REQ id=${invokeId} got ${brief(reply)}, not OPEN_CONF`);
+    const reply = await this.reply(peer, invokeId, 'OPEN_REQ');
+    if (reply.type !== 'OPEN_CONF') throw failure(`OPEN_REQ id=${invokeId} got ${brief(reply)}, not OPEN_CONF`, { cause: 'refuses OPEN_REQ', marks: [reply] });
     return reply;
   }
 
@@ -97,50 +118,75 @@ class CaseContext {
     return serialize.queryReq(this.queryFields(fields), options);
   }
 
-  /** Sends one query and waits for its first reply (null when none came). */
-  async ask(peer, fields = {}, ms = REPLY_WAIT_MS) {
+  /** Sends one query and returns its reply (or the case fails: no reply, or a reply of another type). */
+  async ask(peer, fields = {}, what = 'the query') {
     const f = this.queryFields(fields);
     peer.send(serialize.queryReq(f, { cipher: fields.cipher }));
-    return peer.waitFor((m) => m.invokeId === f.invokeId, ms);
+    return this.reply(peer, f.invokeId, what);
   }
 
-  /** The reply to invokeId, exactly one within the wait and the settle time after it; else the case fails. */
-  async exactlyOne(peer, invokeId, what = `request id=${invokeId}`) {
-    const first = await peer.waitFor((m) => m.invokeId === invokeId, REPLY_WAIT_MS);
-    if (first === null) throw new CaseFailure(`${what} got no reply within ${REPLY_WAIT_MS} ms${peer.closed ? ' (the host closed the connection)' : ''}`);
-    await peer.settle(SETTLE_MS);
-    const all = peer.messages.filter((m) => m.invokeId === invokeId);
-    if (all.length > 1) throw new CaseFailure(`${what} got ${all.length} replies: ${all.map(brief).join(', ')}`);
+  /**
+   * The first reply to invokeId within ms, of a type the request allows; else the case fails with
+   * what came (nothing, or a frame of another type). A second reply is the verdict's to find: it
+   * watches the connection to its end.
+   */
+  async reply(peer, invokeId, what = `request id=${invokeId}`, ms = REPLY_WAIT_MS) {
+    const request = peer.requests.get(invokeId);
+    const first = await peer.waitFor((m) => m.invokeId === invokeId, ms);
+    if (first === null) {
+      if (hostClosed(peer)) {
+        const text = `${what} (id=${invokeId}) got no reply: the host closed ${peer.name} at ${Math.round(peer.closedAt)} ms`;
+        throw failure(text, { cause: 'closes the connection', marks: [request, peer.lastWrite()] });
+      }
+      throw failure(`${what} (id=${invokeId}) got no reply within ${ms} ms`, {
+        cause: 'no reply', pending: [{ peer, invokeId, waitedMs: ms }], marks: [request],
+      });
+    }
+    if (request && !answers(request, first)) {
+      throw failure(`a reply of another type: ${brief(first)} at ${Math.round(first.receivedAt)} ms to ${typeName(request.typeId)} id=${invokeId}`
+        + ` (it allows ${allowedText(request.typeId)})`, { cause: 'replies with another type', marks: [request, first] });
+    }
     return first;
   }
 
-  /** Every id answered exactly once (any order); extra replies to ids never sent fail too. Returns the replies by id. */
-  async eachOnce(peer, ids, ms = 3000) {
-    const byId = await peer.repliesTo(ids, ms);
-    await peer.settle(SETTLE_MS);
-    const replies = peer.byInvokeId();
-    const missing = ids.filter((id) => !replies.has(id));
-    const twice = ids.filter((id) => replies.has(id) && replies.get(id).length > 1);
-    const sent = new Set(ids);
-    const strangers = [...replies.keys()].filter((id) => !sent.has(id) && !this.isOwn(id));
-    const problems = [];
-    if (missing.length > 0) problems.push(`${missing.length} of ${ids.length} got no reply (first: id=${missing[0]})`);
-    if (twice.length > 0) problems.push(`${twice.length} got more than one reply (first: id=${twice[0]}: ${replies.get(twice[0]).map(brief).join(', ')})`);
-    if (strangers.length > 0) problems.push(`${strangers.length} replies carry an InvokeID never sent (first: ${strangers[0]})`);
-    if (peer.errors.length > 0) problems.push(`${peer.errors.length} frames from the host did not decode (${peer.errors[0].reason})`);
-    if (problems.length > 0) throw new CaseFailure(`${problems.join('; ')}${peer.closed ? '; the host closed the connection' : ''}`);
+  /** A first reply to every id (in any order) within ms, each of a type its request allows; else the case fails. Map id -> reply. */
+  async replies(peer, ids, ms = 3000) {
+    await peer.repliesTo(ids, ms);
+    const byId = new Map();
+    const missing = [];
+    const wrong = [];
+    for (const id of ids) {
+      const first = peer.messages.find((m) => m.invokeId === id);
+      const request = peer.requests.get(id);
+      if (first === undefined) missing.push(id);
+      else if (request && !answers(request, first)) wrong.push([request, first]);
+      else byId.set(id, first);
+    }
+    if (wrong.length > 0) {
+      const [request, m] = wrong[0];
+      throw failure(`${wrong.length} of ${ids.length} got a reply of another type (first: ${brief(m)} at ${Math.round(m.receivedAt)} ms`
+        + ` to ${typeName(request.typeId)} id=${request.invokeId}, which allows ${allowedText(request.typeId)})`,
+      { cause: 'replies with another type', marks: [request, m] });
+    }
+    if (missing.length > 0 && hostClosed(peer)) {
+      const closed = `the host closed ${peer.name} at ${Math.round(peer.closedAt)} ms`;
+      throw failure(`${missing.length} of ${ids.length} got no reply (first: id=${missing[0]}): ${closed}`,
+        { cause: 'closes the connection', marks: [...missing.slice(0, 3).map((id) => peer.requests.get(id)), peer.lastWrite()] });
+    }
+    if (missing.length > 0) {
+      throw failure(`${missing.length} of ${ids.length} got no reply within ${ms} ms (first: id=${missing[0]})`, {
+        cause: 'no reply',
+        of: ids.length,
+        pending: missing.map((invokeId) => ({ peer, invokeId, waitedMs: ms })),
+        marks: missing.slice(0, 3).map((id) => peer.requests.get(id)),
+      });
+    }
     return byId;
-  }
-
-  /** InvokeIDs this context sent before (an OPEN_REQ's), which may legitimately be answered on the same connection. */
-  isOwn(id) {
-    return id > 0 && id < this.nextInvokeId;
   }
 
   /** The query this run uses for data: its plain reply, or a skip when the host does not answer it with QUERY_RESP. */
   async dataReply(peer) {
-    const r = await this.ask(peer);
-    if (r === null) throw new CaseFailure('a query of the declared subtype got no reply');
+    const r = await this.ask(peer, {}, 'a query of the declared subtype');
     if (r.type !== 'QUERY_RESP' || r.status !== 0) {
       throw new CaseSkipped(`subtype '${this.options.subtype}' is answered ${brief(r)}, not QUERY_RESP: give --subtype one the host answers with data`);
     }
@@ -162,11 +208,11 @@ class CaseContext {
   }
 }
 
-/** Fails the case unless ok, with the observed text. */
-function check(ok, observed) {
-  if (!ok) throw new CaseFailure(observed);
+/** Fails the case unless ok, with the observed text; details as failure() takes them. */
+function check(ok, observed, details) {
+  if (!ok) throw failure(observed, details);
 }
 
 module.exports = {
-  CaseContext, CaseFailure, CaseSkipped, brief, kind, check, REPLY_WAIT_MS, SETTLE_MS, ROUTER_REQUEST_TIMEOUT_MS,
+  CaseContext, CaseFailure, CaseSkipped, brief, kind, check, failure, REPLY_WAIT_MS, ROUTER_REQUEST_TIMEOUT_MS,
 };

@@ -7,17 +7,18 @@
 const net = require('node:net');
 const tls = require('node:tls');
 const { performance } = require('node:perf_hooks');
-const { MessageReader, DIRECTION } = require('../../lib/protocol');
+const { MessageReader, DIRECTION, decodeFrame } = require('../../lib/protocol');
+const { messageLine } = require('../../lib/message-line');
+const { Exchange } = require('./exchange');
 
-/** Frames kept per connection for the report: enough to show what went wrong, bounded for a 200-deep case. */
-const MAX_RECORDED = 60;
+const round = (ms) => Math.round(ms * 10) / 10;
 
 class Peer {
   /**
    * target: {host, port, tls (tls.connect options or null)}; resolves once connected, or rejects
    * with the socket's error after connectTimeoutMs.
    */
-  static connect(target, { connectTimeoutMs = 3000, name = 'connection' } = {}) {
+  static connect(target, { connectTimeoutMs = 3000, name = 'connection', onHostClose } = {}) {
     return new Promise((resolve, reject) => {
       const options = { host: target.host, port: target.port };
       const socket = target.tls ? tls.connect({ ...options, ...target.tls }) : net.connect(options);
@@ -34,26 +35,35 @@ class Peer {
       socket.once(ready, () => {
         clearTimeout(timer);
         socket.off('error', fail);
-        resolve(new Peer(socket, name));
+        resolve(new Peer(socket, name, { onHostClose }));
       });
     });
   }
 
-  constructor(socket, name) {
+  constructor(socket, name, { onHostClose } = {}) {
     this.socket = socket;
     this.name = name;
     this.startedAt = performance.now();
     socket.setNoDelay(true);
-    this.messages = []; // decoded, each with receivedAt (ms since the connection started)
+    this.messages = []; // decoded, each with receivedAt (ms since the connection started) and its exchange row
     this.errors = []; // frames from the host that did not decode
-    this.frames = []; // {dir: 'out' | 'in', at, bytes | message | error} for the report
-    this.framesSeen = 0;
+    this.requests = new Map(); // invokeId -> {invokeId, typeId, at, row}: what the kit asked on this connection
+    this.exchange = new Exchange();
+    this.lastInAt = 0;
     this.closed = false;
     this.hostEnded = false; // the host's FIN (or reset) came first
+    this.closeExpected = false; // a case waiting for the host to close says so first
     this.closedAt = null;
     this.waiters = new Set();
+    this.unmatchedRows = []; // rows of frames the reader has yet to hand over decoded
+    this.outCipher = undefined;
     this.reader = this.makeReader(undefined);
-    socket.on('data', (chunk) => this.reader.push(chunk));
+    socket.on('data', (chunk) => {
+      const at = this.now();
+      this.lastInAt = at;
+      for (const { row } of this.exchange.add('in', chunk, round(at))) this.unmatchedRows.push(row);
+      this.reader.push(chunk);
+    });
     socket.on('end', () => {
       if (!this.closed) this.hostEnded = true;
     });
@@ -62,6 +72,7 @@ class Peer {
       if (!this.closedByUs) this.hostEnded = true;
       this.closed = true;
       this.closedAt = this.now();
+      if (this.hostEnded && !this.closeExpected && onHostClose) onHostClose(this);
       this.check();
     });
   }
@@ -72,20 +83,23 @@ class Peer {
       cipher,
       onMessage: (m) => {
         m.receivedAt = this.now();
+        m.row = this.unmatchedRows.shift();
+        if (m.row) m.row.text = messageLine(m);
         this.messages.push(m);
-        this.record({ dir: 'in', message: m });
         this.check();
       },
       onError: (err) => {
         this.errors.push(err);
-        this.record({ dir: 'in', error: `${err.reason}: ${err.message}` });
+        const row = err.fatal ? undefined : this.unmatchedRows.shift(); // a fatal error is the stream's, not one frame's
+        if (row) row.text = `! ${err.reason}: ${err.message}`;
         this.check();
       },
     });
   }
 
-  /** On an encrypted session the host's tags are decrypted from the next frame on. */
+  /** On an encrypted session the tags both ways are encrypted from the next frame on. */
   setCipher(cipher) {
+    this.outCipher = cipher;
     this.reader.setCipher(cipher);
   }
 
@@ -93,21 +107,49 @@ class Peer {
     return performance.now() - this.startedAt;
   }
 
-  record(entry) {
-    this.framesSeen++;
-    if (this.frames.length < MAX_RECORDED) this.frames.push({ at: Math.round(this.now() * 10) / 10, ...entry });
+  /** One TCP write of bytes (a frame, a piece of one, or several coalesced); returns when, in ms since the connection began. */
+  send(buf) {
+    const at = this.now();
+    if (this.socket.destroyed) return at; // never written: not in the exchange either
+    for (const { bytes, row } of this.exchange.add('out', buf, round(at))) this.sent(bytes, row, at);
+    this.socket.write(buf);
+    return at;
   }
 
-  /** Writes bytes as one write; `frames`: the whole frames in them, recorded for the report (default: buf itself). */
-  send(buf, frames = [buf]) {
-    for (const f of frames) this.record({ dir: 'out', bytes: f });
-    if (!this.socket.destroyed) this.socket.write(buf);
-    return this.now();
+  /** The last row the kit wrote before the host closed: what the host had read when it went. */
+  lastWrite() {
+    const { rows } = this.exchange;
+    for (let i = rows.length - 1; i >= 0; i--) if (rows[i].dir === 'out') return { row: rows[i] };
+    return null;
   }
 
-  /** Writes raw pieces (a frame split or several coalesced) without recording them: the caller records the frames. */
+  /** A piece of a frame, or several frames: the same as send(), named for what the split cases do. */
   write(piece) {
-    if (!this.socket.destroyed) this.socket.write(piece);
+    return this.send(piece);
+  }
+
+  /** A whole frame the kit wrote: decoded for the exchange, and remembered as a request when it has an InvokeID. */
+  sent(bytes, row, at) {
+    try {
+      row.text = messageLine(decodeFrame(bytes, { direction: DIRECTION.ROUTER_TO_HOST, cipher: this.outCipher }));
+    } catch (err) {
+      row.text = `! ${err.reason || 'error'}: ${err.message}`;
+    }
+    if (bytes.length < 12) return;
+    const invokeId = bytes.readUInt32BE(8);
+    if (!this.requests.has(invokeId)) this.requests.set(invokeId, { invokeId, typeId: bytes.readUInt32BE(4), at, row });
+  }
+
+  /** The last request sent before ms: a reply with an unknown InvokeID most likely meant it. */
+  lastRequestBefore(ms) {
+    let last = null;
+    for (const r of this.requests.values()) if (r.at <= ms && (last === null || r.at >= last.at)) last = r;
+    return last;
+  }
+
+  /** A case that waits for the host to close (IdleTimeout, an absurd length) says so, so the close is not a finding. */
+  expectClose() {
+    this.closeExpected = true;
   }
 
   check() {

@@ -90,10 +90,10 @@ function shown(endpoint) {
   return url.href;
 }
 
-/** One line, no stack: an exporter error's code or first line. */
+/** One line, no stack: an exporter error's code (ECONNREFUSED), or its first line (gRPC's numeric code is in it: "14 UNAVAILABLE: ..."). */
 function describe(error) {
   if (!present(error)) return 'no answer';
-  const text = error.code || String(error.message || error).split('\n')[0];
+  const text = typeof error.code === 'string' ? error.code : String(error.message || error).split('\n')[0];
   return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 

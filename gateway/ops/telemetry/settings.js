@@ -10,12 +10,17 @@
 // Traces are on when the exporter is `otlp`, or unset with an endpoint given (the SDKs' default
 // exporter is otlp; here it also needs somewhere to send to, so that a gateway whose operator never
 // asked for traces sends none). OTEL_SDK_DISABLED=true or the exporter `none` turn them off.
+//
+// OTLP/HTTP appends /v1/traces to OTEL_EXPORTER_OTLP_ENDPOINT; OTLP/gRPC takes the endpoint as it is
+// (the service's path is gRPC's own), so the base is resolved once the protocol is known.
 
 const SAMPLERS = Object.freeze([
   'always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio',
 ]);
-const PROTOCOLS = Object.freeze(['http/protobuf', 'http/json']);
+const PROTOCOLS = Object.freeze(['http/protobuf', 'http/json', 'grpc']);
 const TRACES_PATH = 'v1/traces';
+/** Where the SDKs send when the exporter is otlp and no endpoint is given, by protocol. */
+const DEFAULT_ENDPOINT = Object.freeze({ http: `http://localhost:4318/${TRACES_PATH}`, grpc: 'http://localhost:4317' });
 
 /** `key1=value1,key2=value2` with percent-encoded values (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES). */
 function parseList(text) {
@@ -49,8 +54,11 @@ const VARIABLES = [
     else if (names.includes('otlp')) out.exporter = 'otlp';
     else throw new Error(`names no exporter this gateway has (otlp or none): traces stay off`);
   }],
-  ['OTEL_EXPORTER_OTLP_ENDPOINT', (v, out) => { out.endpoint = tracesUrlOf(v); }],
-  ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', (v, out) => { out.endpoint = httpUrl(v).href; }],
+  ['OTEL_EXPORTER_OTLP_ENDPOINT', (v, out) => { out.base = httpUrl(v).href; }],
+  ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', (v, out) => {
+    out.endpoint = httpUrl(v).href;
+    out.base = null; // the signal's own endpoint wins over the base
+  }],
   ['OTEL_EXPORTER_OTLP_PROTOCOL', (v, out) => { out.protocol = protocolOf(v); }],
   ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', (v, out) => { out.protocol = protocolOf(v); }],
   ['OTEL_EXPORTER_OTLP_HEADERS', (v, out) => { out.headers = { ...out.headers, ...parseList(v) }; }],
@@ -75,7 +83,7 @@ const VARIABLES = [
 
 function protocolOf(v) {
   const p = v.trim();
-  if (!PROTOCOLS.includes(p)) throw new Error(`is not ${PROTOCOLS.join(' or ')} (grpc is not spoken here)`);
+  if (!PROTOCOLS.includes(p)) throw new Error(`is not ${PROTOCOLS.join(', ')}`);
   return p;
 }
 
@@ -92,7 +100,9 @@ const truthy = (v) => v !== undefined && v.trim().toLowerCase() === 'true';
  * line each, for a warning). traces: the configuration's telemetry.traces (its schema's defaults filled in).
  */
 function resolveTraces(traces, env = process.env) {
-  const out = { ...traces, headers: { ...traces.headers }, resourceAttributes: { ...traces.resourceAttributes } };
+  const out = {
+    ...traces, headers: { ...traces.headers }, resourceAttributes: { ...traces.resourceAttributes }, base: null,
+  };
   const problems = [];
   for (const [name, apply] of VARIABLES) {
     const value = env[name];
@@ -111,7 +121,12 @@ function resolveTraces(traces, env = process.env) {
     if (fromAttributes !== undefined) out.serviceName = fromAttributes;
   }
   delete out.resourceAttributes['service.name'];
-  if (out.exporter === 'otlp' && out.endpoint === null) out.endpoint = `http://localhost:4318/${TRACES_PATH}`; // the SDKs' default
+  const grpc = out.protocol === 'grpc';
+  if (out.base !== null) out.endpoint = grpc ? out.base : tracesUrlOf(out.base);
+  delete out.base;
+  if (out.exporter === 'otlp' && out.endpoint === null) out.endpoint = grpc ? DEFAULT_ENDPOINT.grpc : DEFAULT_ENDPOINT.http;
+  // gRPC names its service in its own path: a path in the endpoint means nothing to it, and is dropped.
+  if (grpc && out.endpoint !== null) out.endpoint = new URL(out.endpoint).origin;
   out.on = !truthy(env.OTEL_SDK_DISABLED) && out.exporter !== 'none' && out.endpoint !== null;
   return { traces: out, problems };
 }

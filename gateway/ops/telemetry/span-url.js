@@ -56,4 +56,6 @@ function urlFull(request, callerData) {
   return typeof path === 'string' ? `${origin}${redactQuery(path)}` : origin;
 }
 
-module.exports = { urlFull, urlTemplate, REDACTED };
+module.exports = {
+  urlFull, urlTemplate, isCallerData, REDACTED,
+};

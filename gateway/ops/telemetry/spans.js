@@ -12,24 +12,53 @@
 // values (an API key written into a route's URL) stay out always: a backend span's URL is the one
 // sent with those values REDACTED (span-url.js), and an error span carries its stable reason,
 // never an error message (which can quote the URL).
+//
+// The query span follows OpenTelemetry's RPC server conventions (semantic-conventions 1.37, "RPC
+// spans"): rpc.system `ged145` (a custom system, as the conventions allow), rpc.method the
+// subtype, the router as client.address/port and network.peer.address/port, and error.type on
+// every query that failed (its outcome label).
+//
+// Sampled at 100 %, two spans a query: what every span of a session or a route shares (the
+// router's address, the backend's server.*, the span name, a url.full without caller data) is
+// built once and kept, not per span; the traceparent is written from the span's ids, not through
+// a context and a propagator.
 
 const dc = require('node:diagnostics_channel');
-const { trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = require('@opentelemetry/api');
-const { W3CTraceContextPropagator } = require('@opentelemetry/core');
-const { urlFull, urlTemplate } = require('./span-url');
+const {
+  trace, ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags,
+} = require('@opentelemetry/api');
+const { urlFull, urlTemplate, isCallerData } = require('./span-url');
+const { LABEL, isAnswered } = require('../../backend/outcome');
 
-/** Outcomes that are the gateway's or the backend's failure; an app_error is the API's answer ("no such caller"). */
+/** Outcomes that are the gateway's or the backend's failure: the span's status is an error. An app_error is the API's answer ("no such caller"). */
 const FAILED_OUTCOMES = new Set(['host_error', 'deadline', 'lost_router_gone']);
+/** The router got no usable answer (every label but the answered ones and app_error): error.type is the label. */
+const failed = (outcome) => !isAnswered(outcome) && outcome !== LABEL.APP_ERROR;
 const CALLER_FIELDS = ['clid', 'dn', 'ced', 'cdpd'];
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH']);
+const RPC_SYSTEM = 'ged145';
 const MAX_NAME = 64;
+/** Subtypes and routes whose names and attributes are kept; past it a cache starts afresh (a router can send any subtype). */
+const MAX_KEPT = 512;
 const present = (v) => v !== undefined && v !== null;
-
-const headerSetter = { set: (request, name, value) => request.setHeader(name, value) };
-const propagator = new W3CTraceContextPropagator();
+const CLIENT = Object.freeze({ kind: SpanKind.CLIENT });
 
 /** Subtypes are the router's text: printable, short, so that a span name stays one line. */
 const printable = (text) => String(text).replace(/[^\x20-\x7e]/g, '?').slice(0, MAX_NAME);
+
+/** W3C Trace Context's traceparent (version 00) of a span of ours: always valid, no tracestate. */
+const traceparentOf = (ctx) => `00-${ctx.traceId}-${ctx.spanId}-${(ctx.traceFlags & TraceFlags.SAMPLED) !== 0 ? '01' : '00'}`;
+
+/** map.get(key), or make(key) kept in it; the map is emptied when it holds MAX_KEPT. */
+function kept(map, key, make) {
+  let value = map.get(key);
+  if (value === undefined) {
+    if (map.size >= MAX_KEPT) map.clear();
+    value = make(key);
+    map.set(key, value);
+  }
+  return value;
+}
 
 function serverOf(origin) {
   try {
@@ -41,6 +70,50 @@ function serverOf(origin) {
   }
 }
 
+/** The router end of a session ("address:port", IPv6 too): the RPC server span's peer attributes. */
+function peerOf(peer) {
+  const out = { 'rpc.system': RPC_SYSTEM, 'network.transport': 'tcp' };
+  const at = typeof peer === 'string' ? peer.lastIndexOf(':') : -1;
+  if (at <= 0) return Object.freeze(out);
+  const address = peer.slice(0, at);
+  const port = Number(peer.slice(at + 1));
+  out['client.address'] = address;
+  out['network.peer.address'] = address;
+  if (Number.isInteger(port) && port > 0) {
+    out['client.port'] = port;
+    out['network.peer.port'] = port;
+  }
+  return Object.freeze(out);
+}
+
+/** What a subtype's query spans share: the name and rpc.method. */
+function subtypeOf(subtype) {
+  const method = printable(subtype);
+  return { name: `ged145 query ${method}`, method };
+}
+
+/**
+ * What every span of one route's requests shares (origin, method, template): its name and
+ * attributes, and url.full when no placeholder of the template is filled with anything but caller
+ * data (REDACTED, the same for every request).
+ */
+class RequestShape {
+  constructor(origin, rawMethod, template, callerData) {
+    this.origin = origin;
+    this.rawMethod = rawMethod;
+    const upper = String(rawMethod).toUpperCase();
+    const method = HTTP_METHODS.has(upper) ? upper : '_OTHER';
+    this.template = template === null ? null : urlTemplate(template);
+    this.name = this.template !== null ? `${method} ${this.template}` : method;
+    const attributes = { 'http.request.method': method, ...serverOf(origin) };
+    if (method === '_OTHER') attributes['http.request.method_original'] = String(rawMethod);
+    if (this.template !== null) attributes['url.template'] = this.template;
+    this.attributes = Object.freeze(attributes);
+    const onlyCallerData = template !== null && [...template.matchAll(/\{([^{}]+)\}/g)].every((m) => isCallerData(m[1]));
+    this.urlFull = !callerData && onlyCallerData ? urlFull({ origin, template, kind: 'query', query: null }, false) : null;
+  }
+}
+
 class QuerySpans {
   constructor(tracer, { callerData }) {
     this.gateway = null; // the one whose queries are traced (one process may hold others: the warm-up's, tests')
@@ -48,6 +121,9 @@ class QuerySpans {
     this.callerData = callerData;
     this.queries = new WeakMap(); // query -> its span
     this.requests = new WeakMap(); // backend request -> its span
+    this.peers = new WeakMap(); // session -> its query spans' peer attributes
+    this.subtypes = new Map(); // subtype -> {name, method}
+    this.shapes = new Map(); // origin -> Map(template -> RequestShape)
     this.handlers = {
       'ged145:query:start': (m) => this.queryStart(m),
       'ged145:query:settle': (m) => this.querySettle(m),
@@ -89,15 +165,21 @@ class QuerySpans {
 
   queryStart({ gateway, session, query }) {
     if (gateway !== this.gateway) return; // another gateway's (the warm-up's), or before attach(): no query is read then
-    const span = this.tracer.startSpan(`ged145 query ${printable(query.subtype)}`, { kind: SpanKind.SERVER, startTime: query.receivedAt });
+    const { name, method } = kept(this.subtypes, query.subtype, subtypeOf);
+    const span = this.tracer.startSpan(name, { kind: SpanKind.SERVER, startTime: query.receivedAt });
     this.queries.set(query, span);
     query.labels.trace_id = span.spanContext().traceId;
     if (!span.isRecording()) return;
-    span.setAttributes({
-      'ged145.query.subtype': printable(query.subtype),
-      'ged145.query.invoke_id': query.invokeId,
-      'ged145.session.id': session.id,
-    });
+    let peer = this.peers.get(session);
+    if (peer === undefined) {
+      peer = peerOf(session.peer);
+      this.peers.set(session, peer);
+    }
+    span.setAttributes(peer);
+    span.setAttribute('rpc.method', method);
+    span.setAttribute('ged145.query.subtype', method);
+    span.setAttribute('ged145.query.invoke_id', query.invokeId);
+    span.setAttribute('ged145.session.id', session.id);
     if (present(query.side)) span.setAttribute('ged145.query.side', String(query.side));
     if (this.callerData && query.fields) {
       for (const k of CALLER_FIELDS) if (present(query.fields[k])) span.setAttribute(`ged145.query.${k}`, String(query.fields[k]));
@@ -112,6 +194,7 @@ class QuerySpans {
       span.setAttribute('ged145.query.outcome', outcome);
       if (present(status)) span.setAttribute('ged145.query.status', status);
       if (late) span.setAttribute('ged145.query.late', true);
+      if (failed(outcome)) span.setAttribute('error.type', outcome);
       if (FAILED_OUTCOMES.has(outcome)) span.setStatus({ code: SpanStatusCode.ERROR, message: status || outcome });
     }
     span.end();
@@ -121,24 +204,37 @@ class QuerySpans {
     const parent = this.parentOf(query);
     if (parent === undefined && !this.owns(gateway)) return; // another gateway's (the warm-up's), or nobody's
     const context = parent === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, parent);
-    const method = HTTP_METHODS.has(String(request.method).toUpperCase()) ? String(request.method).toUpperCase() : '_OTHER';
-    const template = request.template ? urlTemplate(request.template) : null;
-    const span = this.tracer.startSpan(template !== null ? `${method} ${template}` : method, { kind: SpanKind.CLIENT }, context);
+    const shape = this.shapeOf(request);
+    const span = this.tracer.startSpan(shape.name, CLIENT, context);
     this.requests.set(request, span);
     // Exactly one traceparent: setHeader replaces, never adds (docs/diagnostics.md).
-    propagator.inject(trace.setSpan(ROOT_CONTEXT, span), request, headerSetter);
+    request.setHeader('traceparent', traceparentOf(span.spanContext()));
     if (!span.isRecording()) return;
-    span.setAttributes({
-      'http.request.method': method,
-      ...serverOf(request.origin),
-      'url.full': urlFull(request, this.callerData),
-      'ged145.backend.kind': request.kind,
-      'ged145.backend.route': !present(request.route) ? '' : String(request.route),
-    });
-    if (method === '_OTHER') span.setAttribute('http.request.method_original', String(request.method));
-    if (template !== null) span.setAttribute('url.template', template);
+    span.setAttributes(shape.attributes);
+    span.setAttribute('url.full', shape.urlFull !== null && request.kind !== 'token' ? shape.urlFull : urlFull(request, this.callerData));
+    span.setAttribute('ged145.backend.kind', request.kind);
+    span.setAttribute('ged145.backend.route', !present(request.route) ? '' : String(request.route));
     if (request.attempt > 1) span.setAttribute('http.request.resend_count', request.attempt - 1);
     if (present(request.retry)) span.setAttribute('ged145.backend.retry', String(request.retry));
+  }
+
+  /** The request's RequestShape, made once per origin, template and method. */
+  shapeOf(request) {
+    const origin = request.origin || '';
+    const template = request.template ? request.template : null;
+    let byTemplate = this.shapes.get(origin);
+    if (byTemplate === undefined) {
+      if (this.shapes.size >= MAX_KEPT) this.shapes.clear();
+      byTemplate = new Map();
+      this.shapes.set(origin, byTemplate);
+    }
+    let shape = byTemplate.get(template);
+    if (shape === undefined || shape.rawMethod !== request.method) {
+      if (byTemplate.size >= MAX_KEPT) byTemplate.clear();
+      shape = new RequestShape(origin, request.method, template, this.callerData);
+      byTemplate.set(template, shape);
+    }
+    return shape;
   }
 
   requestHeaders({ request, statusCode }) {
@@ -180,4 +276,4 @@ class QuerySpans {
   }
 }
 
-module.exports = { QuerySpans, FAILED_OUTCOMES };
+module.exports = { QuerySpans, FAILED_OUTCOMES, peerOf };

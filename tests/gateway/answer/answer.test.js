@@ -23,7 +23,7 @@ describe('fillAnswer', () => {
     });
   });
 
-  it('numbers and booleans become text; other types, bad var numbers and bad ECC names are dropped, each noted', () => {
+  it('numbers and booleans become text; other types and bad ECC names are dropped, each noted; vars keys other than 1..10 are not read', () => {
     const resp = {};
     const notes = fillAnswer(resp, {
       vars: { 1: 42, 2: true, 3: { no: 1 }, 11: 'x', abc: 'y' }, ecc: { '': 'e', [`n${'x'.repeat(40)}`]: 'long', 'caf\u00e9': 'x' },
@@ -32,7 +32,8 @@ describe('fillAnswer', () => {
     assert.deepEqual(resp.vars, { 1: '42', 2: 'true' });
     assert.equal(resp.ecc, undefined);
     assert.deepEqual(resp.eccArrays, [{ name: 'ok', index: 0, value: '' }]);
-    assert.equal(notes.length, 8, notes.join('\n'));
+    assert.equal(notes.length, 6, notes.join('\n'));
+    assert.ok(!notes.some((n) => /vars\.(11|abc)/.test(n)), notes.join('\n'));
   });
 
   it('non-ASCII becomes its base letters, and values are cut to the tag limit (255, 248 encrypted) and ECC values to 210', () => {
@@ -60,6 +61,30 @@ describe('fillAnswer', () => {
     const counted = new Proxy(list, { get: (t, k) => { if (typeof k === 'string' && /^\d+$/.test(k)) elements++; return t[k]; } });
     fillAnswer(resp, { eccArrays: counted }, 255, 8192);
     assert.ok(elements < 2000, `${elements} eccArrays elements read`);
+  });
+
+  it('200,000 invalid ECC entries or eccArrays elements: the walk stops where a frame of valid ones would', () => {
+    let names = 0;
+    const keys = new Proxy({}, {
+      ownKeys: () => Array.from({ length: 200_000 }, (_, i) => `bad name ${i}`),
+      getOwnPropertyDescriptor: () => { names++; return { value: 'v', enumerable: true, configurable: true }; },
+    });
+    const resp = {};
+    fillAnswer(resp, { ecc: keys }, 255, 8192);
+    assert.ok(names < 6000, `${names} looks at invalid ECC names`); // two per name (for-in, hasOwn): 2,731 names of 200,000
+    let elements = 0;
+    const list = Array.from({ length: 200_000 }, () => ({ name: 'arr', index: 300, value: 'x' }));
+    const counted = new Proxy(list, { get: (t, k) => { if (typeof k === 'string' && /^\d+$/.test(k)) elements++; return t[k]; } });
+    fillAnswer(resp, { eccArrays: counted }, 255, 8192);
+    assert.ok(elements < 2000, `${elements} invalid eccArrays elements read`);
+  });
+
+  it('a FAILURE_CONF of a 60 KB error text outside ASCII: its first characters converted, cut to the tag', () => {
+    const writer = new ReplyWriter({ maxBody: 4096 });
+    for (const [text, error] of [['\u00e9'.repeat(30_000), 'e'.repeat(255)], ['\u{1F600}'.repeat(15_000), '?'.repeat(255)]]) {
+      const m = toRouter(writer.failureConf(7, STATUS.E_AG_HOST_ERROR2, text));
+      assert.deepEqual([m.type, m.status, m.error], ['FAILURE_CONF', STATUS.E_AG_HOST_ERROR2, error]);
+    }
   });
 
   it('a 10 MB value is cut before it is converted; notes stop at 20 and say how many more', () => {

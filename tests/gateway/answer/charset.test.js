@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const {
   decodeFrame, DIRECTION, des, STATUS,
 } = require('../../../lib/protocol');
-const { toCharset } = require('../../../gateway/answer/charset');
+const { toCharset, cutToConvert } = require('../../../gateway/answer/charset');
 const { fillAnswer } = require('../../../gateway/answer/fit');
 const { ReplyWriter } = require('../../../gateway/answer/writer');
 const { WireClient } = require('../../helpers/wire');
@@ -51,6 +51,16 @@ describe('answer text: toCharset', () => {
     const s = `plain ${'x'.repeat(100)}`;
     assert.equal(toCharset(s), s);
     assert.equal(toCharset(s, 'latin1'), s);
+  });
+});
+
+describe('answer text: cut before it is converted (cutToConvert)', () => {
+  it('8 UTF-16 units per byte of the limit, never half a surrogate pair; a short text is itself', () => {
+    assert.equal(cutToConvert('abc', 255), 'abc');
+    assert.equal(cutToConvert('\u00e9'.repeat(30_000), 255).length, 2040);
+    const emoji = cutToConvert(`x${'\u{1F600}'.repeat(2000)}`, 255);
+    assert.equal(emoji.length, 2039, 'the pair across the cut is left out whole');
+    assert.equal(toCharset(emoji), `x${'?'.repeat(1019)}`);
   });
 });
 

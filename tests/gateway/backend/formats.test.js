@@ -5,7 +5,7 @@
 
 const assert = require('node:assert/strict');
 const {
-  readBody, xmlFormat, xmlPath, jsonPath, compileFormat, NotInFormat, JSON_FORMAT,
+  readBody, xmlFormat, xmlPath, jsonPath, compileFormat, NotInFormat, OverBudget, XML_BUDGETS, JSON_FORMAT,
 } = require('../../../gateway/backend/formats');
 const { BOMB } = require('../../helpers/soap-crm');
 
@@ -100,6 +100,49 @@ describe('XML answers', () => {
     assert.equal(compileFormat(undefined, ['a.b']), JSON_FORMAT);
     assert.equal(compileFormat('xml', ['Envelope.Body.x', 'Envelope.Body.Fault.faultstring']).root, 'Envelope');
     assert.equal(compileFormat('xml', ['a.x', 'b.y']).root, null);
+  });
+});
+
+describe('XML budgets (backend.xml): counted in one pass before the parser runs', () => {
+  const small = { maxElements: 5, maxAttributes: 3, maxDepth: 3 };
+  const read = (text, budgets = small) => readBody(xmlFormat(null, budgets), text);
+
+  it('a document at each budget is read', () => {
+    assert.deepEqual(read('<r><a/><a/><b x="1" y=\'2\'><c z="3"/></b></r>'), {
+      r: { a: ['', ''], b: { '@x': '1', '@y': '2', c: { '@z': '3' } } },
+    });
+  });
+
+  it('one element, attribute or level more is refused unread, naming the setting', () => {
+    for (const [text, setting, problem] of [
+      ['<r><a/><a/><a/><a/><a/></r>', 'backend.xml.maxElements', 'XML with more than 5 elements'],
+      ['<r a="1" b="2"><c d="3" e="4"/></r>', 'backend.xml.maxAttributes', 'XML with more than 3 attributes'],
+      ['<r><a><b><c/></b></a></r>', 'backend.xml.maxDepth', 'XML nested more than 3 elements deep'],
+    ]) {
+      const doc = read(text);
+      assert.ok(doc instanceof OverBudget, text);
+      assert.ok(doc instanceof NotInFormat);
+      assert.equal(doc.setting, setting);
+      assert.equal(doc.problem, problem);
+    }
+  });
+
+  it('counts what the parser builds: not comments, CDATA, declarations, closing tags, nor "=" or ">" in values and text', () => {
+    const text = '<?xml version="1.0"?><!-- <a/><a/><a/><a/> --><r q="a=b>c"><![CDATA[<x/><x/><x/><x/>]]><a>x=y</a><b/></r>';
+    assert.deepEqual(read(text), { r: { '@q': 'a=b>c', '#text': '<x/><x/><x/><x/>', a: 'x=y', b: '' } });
+  });
+
+  it('the defaults let a SOAP envelope of 64 KB through, and refuse 64 KB of empty elements or of attributes', () => {
+    const format = compileFormat('xml', ['Envelope.Body.x']);
+    let items = '';
+    while (items.length < 60_000) items += `<m:item><m:id>${items.length}</m:id><m:tier>gold</m:tier></m:item>`;
+    assert.ok(!(readBody(format, envelope(`<m:R xmlns:m="urn:crm">${items}</m:R>`)) instanceof NotInFormat));
+    assert.equal(readBody(format, `<Envelope>${'<a/>'.repeat(16_000)}</Envelope>`).setting, 'backend.xml.maxElements');
+    let attrs = '';
+    for (let i = 0; attrs.length < 64_000; i++) attrs += ` a${i}="1"`;
+    assert.equal(readBody(format, `<Envelope${attrs}/>`).setting, 'backend.xml.maxAttributes');
+    assert.equal(readBody(format, '<Envelope>'.repeat(9000) + '</Envelope>'.repeat(9000)).setting, 'backend.xml.maxDepth');
+    assert.deepEqual(XML_BUDGETS, { maxElements: 4000, maxAttributes: 2000, maxDepth: 64 });
   });
 });
 

@@ -323,8 +323,10 @@ describe('an access_token that is not RFC 6750 token text: a token failure, the 
         // At start, then 1 s and 2 s after the failures before: no request per query.
         assert.ok(r.counts.tokenRequests >= 1 && r.counts.tokenRequests <= 3, `${engine}: token requests: ${r.counts.tokenRequests}`);
         assert.equal(r.auth.tokenRequests, r.counts.tokenRequests, engine);
-        const { state, consecutiveFailures } = r.health.backend;
-        assert.deepEqual([state, consecutiveFailures], ['reachable', 0], `${engine}: the API is not blamed: ${JSON.stringify(r.health.backend)}`);
+        // No query judged the API (none reached it): idle, its last state untouched by the token's failure.
+        const { state, lastState, consecutiveFailures } = r.health.backend;
+        assert.deepEqual([state, lastState, consecutiveFailures], ['idle', 'reachable', 0],
+          `${engine}: the API is not blamed: ${JSON.stringify(r.health.backend)}`);
         assert.ok(!/backend failing/.test(r.log), `${engine}: no line blames the API's origin`);
         // Every query answered once, with what the config gives for a backend that cannot be asked.
         assert.deepEqual(r.replies.map((m) => m.invokeId).sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i + 1), engine);

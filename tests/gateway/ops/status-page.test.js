@@ -88,14 +88,21 @@ describe('the status page on the admin port', function () {
       assert.match(circuits[0], /^http:\/\/127\.0\.0\.1:\d+closed/);
       assert.match(circuits[0], /400-$/, 'the origin\'s requests (40) and failures (0), no last error');
       assert.match(await page.textContent('#outcomes'), /^outcome or subtypequeriessharep50 \/ p99 msok40100 %\d+ \/ \d+subtype customer\.lookup40100 %\d+ \/ \d+$/);
-      const height = await page.evaluate(() => document.documentElement.scrollHeight);
+      // Each section's height too, so that a change says where it was.
+      const heights = () => page.evaluate(() => ({
+        page: document.documentElement.scrollHeight,
+        sections: [...document.querySelectorAll('section')].map((el) => `${(el.querySelector('h2') || el).textContent.slice(0, 24)}: ${el.offsetHeight}`),
+      }));
+      const first = await heights();
+      const height = first.page;
 
       // More traffic: the page shows it without being reloaded.
       await s.queries(15, 200);
       await page.waitForFunction(() => [...document.querySelectorAll('#sessions tr')].slice(1)
         .every((r) => r.children[4].textContent === '35'), null, { timeout: 5000 });
       await page.waitForTimeout(2500);
-      assert.equal(await page.evaluate(() => document.documentElement.scrollHeight), height, 'the page keeps its height as it updates');
+      const second = await heights();
+      assert.equal(second.page, height, `the page keeps its height as it updates: ${JSON.stringify(first.sections)} then ${JSON.stringify(second.sections)}`);
       assert.equal(navigations, 1, 'no reload');
       assert.ok(Number(await page.evaluate(() => document.body.dataset.updates)) >= 3);
       assert.deepEqual(problems, []);

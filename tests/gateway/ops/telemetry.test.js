@@ -12,7 +12,7 @@ const prom = require('prom-client');
 const { loadConfig } = require('../../../gateway/config');
 const { resolveTraces } = require('../../../gateway/ops/telemetry/settings');
 const { startTracing } = require('../../../gateway/ops/telemetry');
-const { startOtlpReceiver } = require('../../helpers/otlp-receiver');
+const { startOtlpReceiver, startOtlpGrpcReceiver } = require('../../helpers/otlp-receiver');
 const { captureLogger } = require('../../helpers/stack');
 const { freePort } = require('../../helpers/real-backend');
 const { ROOT } = require('../../helpers/spawn');
@@ -110,7 +110,7 @@ describe('traces: settings from the configuration and the standard OTEL_* enviro
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
       OTEL_TRACES_SAMPLER: 'sometimes',
       OTEL_TRACES_SAMPLER_ARG: '2',
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/thrift',
       OTEL_EXPORTER_OTLP_HEADERS: 'api-key-without-equals-sign-s3cret',
     });
     assert.equal(traces.on, true);
@@ -122,6 +122,19 @@ describe('traces: settings from the configuration and the standard OTEL_* enviro
     const zipkin = resolveTraces(DEFAULTS(), { OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' });
     assert.equal(zipkin.traces.on, false);
     assert.match(zipkin.problems[0], /zipkin/);
+  });
+
+  it('grpc takes the endpoint as it is (no /v1/traces, a path dropped), 4317 by default', () => {
+    const grpc = (env, file = DEFAULTS()) => resolveTraces(file, { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', ...env });
+    assert.equal(grpc({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317' }).traces.endpoint, 'http://collector:4317');
+    assert.equal(grpc({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector:4317/otlp/' }).traces.endpoint, 'https://collector:4317');
+    assert.equal(grpc({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://tempo:4317', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317' }).traces.endpoint, 'http://tempo:4317');
+    assert.equal(grpc({ OTEL_TRACES_EXPORTER: 'otlp' }).traces.endpoint, 'http://localhost:4317');
+    assert.equal(grpc({}, { ...DEFAULTS(), endpoint: 'http://c:4317/v1/traces' }).traces.endpoint, 'http://c:4317');
+    const { traces, problems } = grpc({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317' });
+    assert.deepEqual([traces.on, traces.protocol, problems], [true, 'grpc', []]);
+    // The same base over HTTP still gets the signal's path.
+    assert.equal(resolveTraces(DEFAULTS(), { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).traces.endpoint, 'http://c:4318/v1/traces');
   });
 
   it('the schema refuses a bad telemetry.traces value by name', () => {
@@ -146,6 +159,57 @@ describe('traces: off costs nothing', () => {
       }));`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' }));
     assert.deepEqual(out, { tracing: null, subscribed: [], sdk: 0 });
+  });
+
+  it('on over HTTP, the gRPC exporter and grpc-js are not loaded; chosen, they are', () => {
+    const loaded = (protocol) => {
+      const script = `
+        const { startTracing } = require('./gateway/ops/telemetry');
+        const config = require('./gateway/config').loadConfig({ env: {} });
+        const t = startTracing(config, { log: { warn() {}, info() {} }, env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_EXPORTER_OTLP_PROTOCOL: '${protocol}' } });
+        const keys = Object.keys(require.cache);
+        console.log(JSON.stringify({ on: t !== null, grpc: keys.filter((k) => k.includes('grpc')).length > 0 }));
+        t.stop().then(() => process.exit(0));`;
+      return JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' }));
+    };
+    assert.deepEqual(loaded('http/protobuf'), { on: true, grpc: false });
+    assert.deepEqual(loaded('grpc'), { on: true, grpc: true });
+  });
+});
+
+describe('traces: spans on the wire to a real OTLP/gRPC receiver', function () {
+  this.timeout(20_000);
+  let receiver;
+  let t;
+  before(async () => { receiver = await startOtlpGrpcReceiver(); });
+  after(async () => receiver.close());
+  afterEach(async () => { if (t) await t.stop(); });
+
+  it('the query and backend spans arrive by gRPC, the headers as metadata, the resource with its instance id', async () => {
+    const gateway = fakeGateway();
+    t = startTracing(loadConfig({ env: {} }), {
+      log: captureLogger(),
+      env: {
+        OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_HEADERS: 'x-tenant=t1', OTEL_SERVICE_NAME: 'gw-grpc',
+      },
+    }).attach(gateway, { registry: gateway.metrics.registry });
+    const { query } = publishQuery(gateway, { invokeId: 21, outcome: 'deadline', status: 'E_AG_HOST_ERROR1' });
+    const spans = await receiver.waitForSpans((s) => s.length >= 2);
+    assert.deepEqual(receiver.errors, []);
+    assert.equal(receiver.requests[0].headers['x-tenant'], 't1');
+    const q = spans.find((s) => s.kind === 2);
+    const b = spans.find((s) => s.kind === 3);
+    assert.equal(q.name, 'ged145 query cust');
+    assert.equal(b.parentSpanId, q.spanId);
+    assert.equal(q.traceId, query.labels.trace_id);
+    assert.equal(q.attributes['rpc.system'], 'ged145');
+    assert.equal(q.attributes['rpc.method'], 'cust');
+    assert.equal(q.attributes['network.peer.address'], '127.0.0.1');
+    assert.equal(q.attributes['error.type'], 'deadline');
+    assert.equal(q.status.code, 2);
+    assert.equal(q.resource['service.name'], 'gw-grpc');
+    assert.match(q.resource['service.instance.id'], /^[0-9a-f-]{36}$/);
   });
 });
 
@@ -189,8 +253,20 @@ describe('traces: spans from the diagnostics channels, on the wire to a real OTL
       assert.equal(query.labels.trace_id, q.traceId);
       const [, traceId, spanId] = TRACEPARENT.exec(sent[0].traceparent);
       assert.deepEqual([traceId, spanId], [b.traceId, b.spanId]);
+      // The RPC server conventions: the custom system, the subtype as the method, the router as client and peer; no error.type for an answer.
       assert.deepEqual(q.attributes, {
-        'ged145.query.subtype': 'cust', 'ged145.query.invoke_id': 7, 'ged145.session.id': 3, 'ged145.query.side': 'A', 'ged145.query.outcome': 'ok',
+        'rpc.system': 'ged145',
+        'rpc.method': 'cust',
+        'client.address': '127.0.0.1',
+        'client.port': 5000,
+        'network.peer.address': '127.0.0.1',
+        'network.peer.port': 5000,
+        'network.transport': 'tcp',
+        'ged145.query.subtype': 'cust',
+        'ged145.query.invoke_id': 7,
+        'ged145.session.id': 3,
+        'ged145.query.side': 'A',
+        'ged145.query.outcome': 'ok',
       });
       assert.deepEqual(b.attributes, {
         'http.request.method': 'GET',
@@ -207,6 +283,7 @@ describe('traces: spans from the diagnostics channels, on the wire to a real OTL
       assert.equal(q.resource['service.name'], 'gw-test');
       assert.equal(q.resource['deployment.environment.name'], 'test');
       assert.equal(q.resource['telemetry.sdk.language'], 'nodejs');
+      assert.match(q.resource['service.instance.id'], /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/); // a UUID v4
       assert.doesNotMatch(JSON.stringify(spans, (k, v) => (typeof v === 'bigint' ? String(v) : v)), /5551000001|8005550199|secret-var/);
     });
   }
@@ -239,6 +316,7 @@ describe('traces: spans from the diagnostics channels, on the wire to a real OTL
     assert.equal(tries[1].attributes['error.type'], '503');
     assert.equal(q.status.code, 2);
     assert.equal(q.attributes['ged145.query.status'], 'E_AG_HOST_ERROR1');
+    assert.equal(q.attributes['error.type'], 'host_error');
     for (const [i, h] of sent.entries()) assert.equal(TRACEPARENT.exec(h.traceparent)[2], tries[i].spanId);
     const opted = spans.filter((s) => s.resource['service.name'] === 'opted-in');
     assert.equal(opted.find((s) => s.kind === 2).attributes['ged145.query.clid'], '5551000001');

@@ -14,7 +14,7 @@ const { STATUS } = require('../../../lib/protocol');
 const { WireClient } = require('../../helpers/wire');
 const { tmpDir } = require('../../helpers/tmp');
 const { startGateway, freePort } = require('../../helpers/real-backend');
-const { startOtlpReceiver } = require('../../helpers/otlp-receiver');
+const { startOtlpReceiver, startOtlpGrpcReceiver } = require('../../helpers/otlp-receiver');
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 const STALE_TRACEPARENT = '00-11111111111111111111111111111111-2222222222222222-01';
@@ -206,6 +206,56 @@ describe('traces end to end: a gateway process with only OTEL_* set, a real OTLP
       assert.match(g.gw.out + g.gw.err, new RegExp(`backend failed.*trace_id=${failed.traceId}`));
     });
   }
+
+  it('grpc: the spans reach a real gRPC receiver; each failed query is one info line with its trace id, caller data redacted, ten per window', async () => {
+    const grpcReceiver = await startOtlpGrpcReceiver();
+    const config = { ...configFor(backend.base), log: { level: 'info', redact: true } };
+    const g = await startGateway(config, {
+      dir,
+      env: withOtelEnvironment({
+        OTEL_EXPORTER_OTLP_ENDPOINT: grpcReceiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_SERVICE_NAME: 'ged145-grpc', OTEL_BSP_SCHEDULE_DELAY: '100',
+      }),
+    });
+    const ids = Array.from({ length: 60 }, (_, i) => i + 1); // 12 the API fails (503), more than a window's 10 lines
+    let replies;
+    try {
+      replies = await runQueries(g.port, ids);
+      await grpcReceiver.waitForSpans((s) => s.filter((x) => x.kind === 2).length >= ids.length);
+    } finally {
+      await g.stop();
+      await grpcReceiver.close();
+    }
+    assert.ok(assertAnswered(replies, ids) <= 15, 'at most 15 of 60 answered at the deadline (the machine\'s load)');
+    assert.deepEqual(grpcReceiver.errors, []);
+    const queries = grpcReceiver.spans.filter((s) => s.kind === 2);
+    assert.deepEqual(queries.map((s) => s.attributes['ged145.query.invoke_id']).sort((a, b) => a - b), ids);
+    const byInvokeId = new Map(queries.map((s) => [s.attributes['ged145.query.invoke_id'], s]));
+    for (const q of queries) {
+      assert.equal(q.resource['service.name'], 'ged145-grpc');
+      assert.equal(q.attributes['rpc.system'], 'ged145');
+      assert.equal(q.attributes['rpc.method'], 'cust');
+      assert.equal(q.attributes['network.peer.address'], '127.0.0.1');
+      assert.equal(q.attributes['client.address'], '127.0.0.1');
+      assert.ok(q.attributes['network.peer.port'] > 0 && q.attributes['network.peer.port'] === q.attributes['client.port']);
+      const outcome = q.attributes['ged145.query.outcome'];
+      const expected = outcome === 'ok' || outcome === 'app_error' ? undefined : outcome;
+      assert.equal(q.attributes['error.type'], expected, `query ${q.attributes['ged145.query.invoke_id']}`);
+    }
+    // One info line per failed query, the first 10 of the window: outcome and trace id, the CLID redacted; answers and app errors write none.
+    const lines = (g.gw.out + g.gw.err).split('\n').filter((l) => l.includes('query failed:'));
+    const failures = queries.filter((q) => q.attributes['error.type'] !== undefined);
+    assert.ok(failures.length >= 12, `${failures.length} failed`);
+    assert.equal(lines.length, 10, lines.join('\n'));
+    for (const line of lines) {
+      const invokeId = Number(/invokeId=(\d+)/.exec(line)[1]);
+      const q = byInvokeId.get(invokeId);
+      assert.match(line, new RegExp(`query failed: ${q.attributes['ged145.query.outcome']}`), line);
+      assert.match(line, new RegExp(`trace_id=${q.traceId}`), line);
+      assert.match(line, /status=E_AG_HOST_ERROR1/, line);
+      assert.ok(!line.includes(clidOf(invokeId)), `the CLID in ${line}`);
+    }
+    assert.doesNotMatch(g.gw.out + g.gw.err, /query failed: app_error/);
+  });
 
   it('without OTEL_* nothing is exported, no request carries a traceparent of ours, no drop metric', async () => {
     // Everything but an endpoint or an exporter: still off.

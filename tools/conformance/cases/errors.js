@@ -24,8 +24,8 @@ async function invalid(t, make) {
   const peer = await t.session();
   const id = t.id();
   peer.send(make(id));
-  const reply = await t.exactlyOne(peer, id);
-  check(reply.type === 'FAILURE_CONF' && reply.status === STATUS.E_AG_INVALID_MESSAGE, `got ${brief(reply)}`);
+  const reply = await t.reply(peer, id);
+  check(reply.type === 'FAILURE_CONF' && reply.status === STATUS.E_AG_INVALID_MESSAGE, `got ${brief(reply)}`, { marks: [reply] });
   return brief(reply);
 }
 

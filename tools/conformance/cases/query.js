@@ -4,9 +4,7 @@
 // the flags and tags a real router sends.
 
 const { serialize, STATUS } = require('../../../lib/protocol');
-const {
-  CaseFailure, brief, kind, check,
-} = require('../context');
+const { brief, kind, check } = require('../context');
 
 const ONE_REPLY = 'Every request gets exactly one reply: never none, never two.';
 
@@ -18,12 +16,12 @@ const tagsOf = (m) => JSON.stringify(TAG_FIELDS.map((k) => m[k] ?? null));
  * and with `tags` carry the same tags (the host read the same question).
  */
 async function sameAsPlain(t, peer, changed, what, { tags = false } = {}) {
-  const plain = await t.exactlyOne(peer, (await sendQuery(t, peer)).invokeId, 'the plain query');
+  const plain = await t.reply(peer, (await sendQuery(t, peer)).invokeId, 'the plain query');
   const id = changed.readUInt32BE(8);
   peer.send(changed);
-  const reply = await t.exactlyOne(peer, id, `the query with ${what}`);
-  check(kind(reply) === kind(plain), `with ${what}: ${brief(reply)}; without: ${brief(plain)}`);
-  check(!tags || tagsOf(reply) === tagsOf(plain), `with ${what} the answer's tags are ${tagsOf(reply)}; without: ${tagsOf(plain)}`);
+  const reply = await t.reply(peer, id, `the query with ${what}`);
+  check(kind(reply) === kind(plain), `with ${what}: ${brief(reply)}; without: ${brief(plain)}`, { marks: [reply, plain] });
+  check(!tags || tagsOf(reply) === tagsOf(plain), `with ${what} the answer's tags are ${tagsOf(reply)}; without: ${tagsOf(plain)}`, { marks: [reply, plain] });
   return `with ${what}: ${brief(reply)}, as without`;
 }
 
@@ -44,7 +42,7 @@ module.exports = [
     async run(t) {
       const peer = await t.session();
       const f = await sendQuery(t, peer);
-      return brief(await t.exactlyOne(peer, f.invokeId));
+      return brief(await t.reply(peer, f.invokeId));
     },
   },
   {
@@ -60,7 +58,7 @@ module.exports = [
       const peer = await t.session();
       const ids = [];
       for (let i = 0; i < 200; i++) ids.push((await sendQuery(t, peer, { clid: `55510${String(i).padStart(5, '0')}` })).invokeId);
-      await t.eachOnce(peer, ids, 10_000);
+      await t.replies(peer, ids, 10_000);
       const order = peer.messages.filter((m) => ids.includes(m.invokeId)).map((m) => m.invokeId);
       const inOrder = order.every((id, i) => i === 0 || id > order[i - 1]);
       return `200 in flight: 200 replies, one each (${inOrder ? 'in the order sent' : 'out of order'})`;
@@ -78,9 +76,10 @@ module.exports = [
       await t.dataReply(peer);
       const f = t.queryFields({ noScriptReply: true });
       peer.send(serialize.queryReq(f));
-      const reply = await t.exactlyOne(peer, f.invokeId);
+      const reply = await t.reply(peer, f.invokeId);
       const tags = reply.vars || reply.ecc || reply.eccArrays || reply.ced || reply.cdpd || reply.unknownTags;
-      check(reply.type === 'QUERY_RESP' && reply.status === STATUS.E_AG_NO_ERROR && !tags, `got ${brief(reply)}${tags ? ' with tags' : ''}`);
+      const plainNoData = reply.type === 'QUERY_RESP' && reply.status === STATUS.E_AG_NO_ERROR && !tags;
+      check(plainNoData, `got ${brief(reply)}${tags ? ' with tags' : ''}`, { marks: [reply] });
       return `${brief(reply)}, no tags`;
     },
   },
@@ -94,7 +93,7 @@ module.exports = [
     async run(t) {
       const peer = await t.session();
       const f = await sendQuery(t, peer, { duplicate: true });
-      return brief(await t.exactlyOne(peer, f.invokeId));
+      return brief(await t.reply(peer, f.invokeId));
     },
   },
   {
@@ -147,7 +146,7 @@ module.exports = [
       const peer = await t.session();
       const ids = [2_147_483_648, 4_294_967_295];
       for (const invokeId of ids) peer.send(t.queryReq({ invokeId, routerCallKey: 1 }));
-      await t.eachOnce(peer, ids);
+      await t.replies(peer, ids);
       return 'both answered with their InvokeID';
     },
   },
@@ -188,8 +187,8 @@ module.exports = [
       const peer = await t.session();
       const a = await sendQuery(t, peer, { subtype: t.options.failingSubtype });
       const b = await sendQuery(t, peer, { subtype: t.options.failingSubtype, noScriptReply: true });
-      const ra = await t.exactlyOne(peer, a.invokeId);
-      const rb = await t.exactlyOne(peer, b.invokeId, 'the NoScriptReply query');
+      const ra = await t.reply(peer, a.invokeId);
+      const rb = await t.reply(peer, b.invokeId, 'the NoScriptReply query');
       return `${brief(ra)}; with NoScriptReply ${brief(rb)}`;
     },
   },
@@ -204,9 +203,9 @@ module.exports = [
     async run(t) {
       const peer = await t.session();
       const f = await sendQuery(t, peer, { subtype: t.options.failingSubtype });
-      const r = await t.exactlyOne(peer, f.invokeId);
+      const r = await t.reply(peer, f.invokeId);
       const ok = r.type === 'FAILURE_CONF' && (r.status === STATUS.E_AG_HOST_ERROR1 || r.status === STATUS.E_AG_HOST_ERROR2);
-      if (!ok) throw new CaseFailure(`got ${brief(r)}: the router cannot tell the failure from an answer`);
+      check(ok, `got ${brief(r)}: the router cannot tell the failure from an answer`, { marks: [r] });
       return brief(r);
     },
   },

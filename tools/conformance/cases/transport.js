@@ -5,7 +5,7 @@
 
 const crypto = require('node:crypto');
 const { STATUS, des } = require('../../../lib/protocol');
-const { brief, check, CaseFailure } = require('../context');
+const { brief, check } = require('../context');
 
 module.exports = [
   {
@@ -19,13 +19,13 @@ module.exports = [
     async run(t) {
       const a = await t.session('side A');
       const b = await t.session('side B');
-      const ids = Array.from({ length: 50 }, (_, i) => 10_000 + i);
+      const ids = Array.from({ length: 50 }, () => t.id());
       for (const id of ids) {
         a.send(t.queryReq({ invokeId: id, routingClient: 'SIDE_A' }));
         b.send(t.queryReq({ invokeId: id, routingClient: 'SIDE_B' }));
       }
-      await t.eachOnce(a, ids);
-      await t.eachOnce(b, ids);
+      await t.replies(a, ids);
+      await t.replies(b, ids);
       return 'side A and side B: 50 replies each, one per query';
     },
   },
@@ -40,11 +40,11 @@ module.exports = [
     async run(t) {
       const first = await t.connect('first');
       await t.open(first, { idleTimeoutMs: 1000 });
+      first.expectClose();
       const hostClosed = await first.waitClosed(3000);
       if (!hostClosed) first.close();
       const again = await t.session('reconnected');
-      const r = await t.ask(again);
-      check(r !== null, 'the query on the new connection got no reply');
+      const r = await t.ask(again, {}, 'the query on the new connection');
       const before = hostClosed ? 'the host closed the first connection' : 'the host did not close the first connection (closed by the kit)';
       return `${before}; reconnected: ${brief(r)}`;
     },
@@ -59,13 +59,12 @@ module.exports = [
     async run(t) {
       const first = await t.session('dropped');
       const frames = Array.from({ length: 50 }, () => t.queryReq());
-      first.send(Buffer.concat(frames), frames);
-      first.socket.resetAndDestroy();
+      first.send(Buffer.concat(frames));
       first.closedByUs = true;
+      first.socket.resetAndDestroy();
       await first.settle(300);
       const next = await t.session('next');
-      const r = await t.ask(next);
-      check(r !== null, 'the query on the next connection got no reply');
+      const r = await t.ask(next, {}, 'the query on the next connection');
       return `next session: ${brief(r)}`;
     },
   },
@@ -83,8 +82,7 @@ module.exports = [
       await t.open(peer, { encryption: 1, sessionKey: sealed });
       const dropped = [];
       peer.setCipher({ ...cipher, onDropped: (tag, why) => dropped.push(`tag ${tag}: ${why}`) });
-      const r = await t.ask(peer, { cipher });
-      check(r !== null, 'the encrypted query got no reply');
+      const r = await t.ask(peer, { cipher }, 'the encrypted query');
       check(dropped.length === 0, `the reply's tags do not decrypt under the session key: ${dropped.join('; ')}`);
       check(peer.errors.length === 0, `the reply does not decode once decrypted: ${peer.errors.map((e) => e.reason).join(', ')}`);
       return `${brief(r)}${r.vars ? `, ${Object.keys(r.vars).length} VARs decrypted` : ''}`;
@@ -103,8 +101,8 @@ module.exports = [
       const id = t.id();
       const sealed = des.desEncrypt(t.options.desKey, crypto.randomBytes(16));
       peer.send(t.openReq({ invokeId: id, encryption: 1, sessionKey: sealed }));
-      const r = await t.exactlyOne(peer, id, 'OPEN_REQ');
-      if (r.type !== 'FAILURE_CONF' || r.status !== STATUS.E_AG_INVALID_KEY) throw new CaseFailure(`got ${brief(r)}`);
+      const r = await t.reply(peer, id, 'OPEN_REQ');
+      check(r.type === 'FAILURE_CONF' && r.status === STATUS.E_AG_INVALID_KEY, `got ${brief(r)}`, { marks: [r] });
       return brief(r);
     },
   },
@@ -118,8 +116,7 @@ module.exports = [
     expected: 'a TLS handshake verified against the given CA; OPEN_CONF and a reply',
     async run(t) {
       const peer = await t.session();
-      const r = await t.ask(peer);
-      check(r !== null, 'the query over TLS got no reply');
+      const r = await t.ask(peer, {}, 'the query over TLS');
       const protocol = peer.socket.getProtocol ? peer.socket.getProtocol() : 'TLS';
       return `${protocol}, certificate verified; ${brief(r)}`;
     },
