@@ -1,6 +1,6 @@
 'use strict';
 
-// Does the availability layer (resolver, breaker, retry) cost the query path anything when the
+// Does the availability layer (the backend chain: cache, breaker, retry) cost the query path anything when the
 // backend is healthy? Queries through three gateways against the same plain backend, in one run:
 //   default     cache off, breaker and retry on (what a gateway runs with unless told otherwise)
 //   bare        breaker and retry off: the query path without the availability layer's work

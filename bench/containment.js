@@ -8,7 +8,7 @@
 //   - worker: the query posted to a worker thread that runs the handler, the answer posted back
 //     (one at a time, and 64 in flight);
 //   - rest path, hooks off / on: a query's promise path without user code (40 hops: the engine,
-//     the breaker, the resolver, the handle), in a process where no AsyncLocalStorage ever ran,
+//     the breaker, the chain's layers, the handle), in a process where no AsyncLocalStorage ever ran,
 //     and in one where one did: on Node 20, the first AsyncLocalStorage.run turns V8's promise
 //     hooks on for every promise of the process.
 //   - fit, 200,000 ECC entries / eccArrays elements: one handler answer that large made into a

@@ -19,10 +19,12 @@ const COMMANDS = {
   conformance: '../tools/conformance/cli',
   replay: '../tools/replay/cli',
   why: '../tools/why/cli',
+  'shadow-report': '../tools/shadow-report/cli',
 };
 
 function mainUsage() {
-  const lines = Object.entries(COMMANDS).map(([name, mod]) => `  ${name.padEnd(12)} ${require(mod).summary}`);
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, mod]) => `  ${name.padEnd(width)} ${require(mod).summary}`);
   return `usage: ged145 <command> [options]\n\ncommands:\n${lines.join('\n')}\n\n'ged145 <command> --help' shows a command's options.\n`;
 }
 

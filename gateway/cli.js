@@ -2,7 +2,7 @@
 
 const { holdYoungGeneration, applyMemorySettings } = require('../lib/heap');
 const { OperatorError } = require('../lib/errors');
-const { ROUTE_KIND } = require('../lib/route-kinds');
+const { ROUTE_KIND } = require('./route-kinds');
 const { numberFlag } = require('../lib/cli-flags');
 
 const { FLAGS, leaves } = require('./config/schema');

@@ -40,7 +40,7 @@ async function openGateway(config, { log, listenFd = null }) {
   } catch (err) {
     await stopDecisions();
     reports.detach();
-    await gateway.resolver.close();
+    await gateway.backend.close();
     observed.detach();
     await stopTracing();
     throw listenError(err, config.host, config.port);
@@ -104,11 +104,11 @@ class ProcessRuntime extends Runtime {
   }
 
   health() {
-    return { backend: this.gateway.resolver.toJSON() };
+    return { backend: this.gateway.backend.toJSON() };
   }
 
   notReady() {
-    return this.gateway.draining ? 'draining' : this.gateway.resolver.backend.notReady();
+    return this.gateway.draining ? 'draining' : this.gateway.backend.notReady();
   }
 
   sessions() {

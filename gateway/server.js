@@ -8,16 +8,24 @@ const tls = require('node:tls');
 const { STATUS, createProfile, serializerFor } = require('../lib/protocol');
 const { Session } = require('./session/session');
 const { SessionHost } = require('./session/host');
-const { QueryResolver } = require('./backend');
-const { keptAnswer } = require('./answer/writer');
+const { Backend } = require('./backend');
+const { keptAnswer, keptError } = require('./answer/writer');
 const { channels } = require('./session/diagnostics');
 const { HandlerFaults } = require('./backend/user-code');
 const { holdRestartSettings } = require('./config/restart');
-const { ROUTE_KIND } = require('../lib/route-kinds');
+const { ROUTE_KIND } = require('./route-kinds');
 const { createLogger, applyLogSettings } = require('../lib/logger');
 const { PendingHandshakes } = require('./tls-handshakes');
 
 const SESSION_REFUSAL_LOG_MS = 60_000;
+
+/**
+ * What the gateway keeps on a TCP connection to its TLS listener, under a symbol of its own (as ws
+ * keeps kWebSocket): {peer, log, refused}. peer is kept at accept: once a handshake times out, its
+ * TLS socket no longer knows its peer's address; refused: the gateway closed it (allowlist, the
+ * handshake caps and deadline), so that its tlsClientError is not logged again.
+ */
+const kConnection = Symbol('ged145.connection');
 
 class Gateway extends SessionHost {
   /**
@@ -34,11 +42,13 @@ class Gateway extends SessionHost {
       serialize: serializerFor(profile),
     });
     this.faults = new HandlerFaults({ log: this.log, owner: this }); // per route, across reloads
-    this.resolver = this.newResolver(config);
+    this.backend = this.newBackend(config);
     this.sessions = new Set();
     this.openCount = 0;
     this.draining = false;
     this.allowlist = config.allowlistFilter || null; // null = any address (see allowlist.js)
+    this.tls = config.tls.cert !== null;
+    this.handshakes = this.tls ? pendingHandshakes(this) : null;
     this.server = createListener(config, this);
     this.server.maxConnections = config.limits.maxConnections;
     this.server.on('drop', (data) => this.refused('max_connections', data && `${data.remoteAddress}:${data.remotePort}`));
@@ -96,7 +106,7 @@ class Gateway extends SessionHost {
   admitConnection(socket, log) {
     if (this.allowlist === null || this.allowlist.allows(socket.remoteAddress)) return true;
     // Closed before a single byte is read (and not logged again as a failed TLS handshake).
-    socket.refused = true;
+    if (socket[kConnection] !== undefined) socket[kConnection].refused = true;
     this.refused('allowlist', `${socket.remoteAddress}:${socket.remotePort}`);
     log.warn('connection refused: address not on the allowlist', { peer: `${socket.remoteAddress}:${socket.remotePort}` });
     socket.destroy();
@@ -110,7 +120,7 @@ class Gateway extends SessionHost {
       log = this.connectionLog.accept(socket.remoteAddress);
       if (!this.admitConnection(socket, log)) return;
     } else {
-      log = socket._parent.connectionLogger; // given when its TCP connection was accepted (createListener)
+      log = socket._parent[kConnection].log; // given when its TCP connection was accepted (createListener)
     }
     if (this.draining) {
       this.refused('draining', `${socket.remoteAddress}:${socket.remotePort}`);
@@ -227,20 +237,21 @@ class Gateway extends SessionHost {
     // Each session answers what it has in flight, then lingers for the router's close.
     const bound = this.config.deadlineMs + this.config.limits.closeLingerMs + 1000;
     await Promise.race([Promise.all([closed, this.allClosed()]), new Promise((r) => setTimeout(r, bound).unref())]);
-    await this.resolver.close();
+    await this.backend.close();
     if (this.handshakes) this.handshakes.close();
     this.connectionLog.close();
     this.log.info('stopped');
   }
 
   /** The backend side for config: its cache keeps answers in the form answer/ fits them to (keptAnswer). */
-  newResolver(config, { cache, previous = null } = {}) {
-    return new QueryResolver(config, {
+  newBackend(config, { cache, previous = null } = {}) {
+    return new Backend(config, {
       log: this.log,
       owner: this,
       cache,
       previous,
       keepAnswer: keptAnswer(config.limits.maxMessageLength, config.answers),
+      keepError: keptError,
       faults: this.faults,
     });
   }
@@ -261,11 +272,11 @@ class Gateway extends SessionHost {
     const needRestart = holdRestartSettings(old, config);
     applyLogSettings(this.log, config.log); // first: a log file that cannot be opened throws before anything changed
     if (this.tls && !needRestart.includes('tls')) applyListenerTls(this.server, config);
-    const oldResolver = this.resolver;
+    const oldBackend = this.backend;
     const sameCache = JSON.stringify(old.availability.cache) === JSON.stringify(config.availability.cache);
-    this.resolver = this.newResolver(config, { cache: sameCache ? oldResolver.cache : undefined, previous: oldResolver });
-    // The old resolver serves the queries it already has; its connections close once they are answered.
-    setTimeout(() => oldResolver.close({ keepCache: sameCache }), old.deadlineMs + 1000).unref();
+    this.backend = this.newBackend(config, { cache: sameCache ? oldBackend.cache : undefined, previous: oldBackend });
+    // The old backend serves the queries it already has; its connections close once they are answered.
+    setTimeout(() => oldBackend.close({ keepCache: sameCache }), old.deadlineMs + 1000).unref();
     this.allowlist = config.allowlistFilter || null;
     this.server.maxConnections = config.limits.maxConnections;
     this.config = config;
@@ -284,7 +295,7 @@ class Gateway extends SessionHost {
       config: { file: this.config.configFile || null, workers: this.config.workers },
       listener: { host: this.config.host, port: this.port, tls: this.tls === true, deadlineMs: this.config.deadlineMs },
       sessions: this.toJSON(),
-      backend: this.resolver.toJSON(),
+      backend: this.backend.toJSON(),
       handlers: this.faults.toJSON(),
     };
   }
@@ -301,11 +312,9 @@ class Gateway extends SessionHost {
 function createListener(config, gateway) {
   const { cert, ca } = config.tls;
   if (cert === null) {
-    gateway.tls = false;
     // allowHalfOpen: a router that half-closes after its last query still gets its answers.
     return net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => gateway.onConnection(socket));
   }
-  gateway.tls = true;
   // Read and checked at load (config/backend.js compileListenerTls), as `ged145 config check` does.
   const server = tls.createServer({
     ...config.listenerTls,
@@ -319,15 +328,15 @@ function createListener(config, gateway) {
     gateway.handshakes.done(socket._parent);
     gateway.onConnection(socket);
   });
-  gateway.handshakes = pendingHandshakes(gateway);
   server.on('connection', (socket) => acceptTlsConnection(gateway, socket));
   server.on('tlsClientError', (err, socket) => {
     if (socket) socket.destroy(); // with a listener here, Node leaves a failed handshake's socket open
     const raw = socket && socket._parent ? socket._parent : socket;
     if (raw) gateway.handshakes.done(raw);
-    if (socket && (socket.refused || (raw && raw.refused))) return; // the allowlist said no, or we closed it (PendingHandshakes)
-    const peer = (raw && raw.peerAddress) || (socket && socket.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : 'unknown');
-    const log = (raw && raw.connectionLogger) || gateway.log;
+    const kept = raw ? raw[kConnection] : undefined;
+    if (kept !== undefined && kept.refused) return; // the allowlist said no, or we closed it (PendingHandshakes)
+    const peer = kept !== undefined ? kept.peer : socket && socket.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : 'unknown';
+    const log = kept !== undefined ? kept.log : gateway.log;
     gateway.refused('tls', peer);
     log.warn(`TLS handshake failed: ${err.code || err.message}`, { peer });
   });
@@ -339,10 +348,9 @@ const HANDSHAKE_BACKSTOP_MS = 600_000;
 
 /** A TCP connection to the TLS listener: its logger, the allowlist, then its handshake is counted and timed. */
 function acceptTlsConnection(gateway, socket) {
-  // Kept now: once a handshake times out, its TLS socket no longer knows its peer's address.
-  socket.peerAddress = `${socket.remoteAddress}:${socket.remotePort}`;
-  socket.connectionLogger = gateway.connectionLog.accept(socket.remoteAddress);
-  if (!gateway.admitConnection(socket, socket.connectionLogger)) return;
+  const kept = { peer: `${socket.remoteAddress}:${socket.remotePort}`, log: gateway.connectionLog.accept(socket.remoteAddress), refused: false };
+  socket[kConnection] = kept;
+  if (!gateway.admitConnection(socket, kept.log)) return;
   gateway.handshakes.add(socket, socket.remoteAddress);
   socket.once('close', () => gateway.handshakes.done(socket));
 }
@@ -352,17 +360,18 @@ function pendingHandshakes(gateway) {
   return new PendingHandshakes({
     limits: () => gateway.config.limits,
     onClosed(socket, why, detail) {
-      socket.refused = true; // its tlsClientError (a hang-up) is not logged again
+      const kept = socket[kConnection];
+      kept.refused = true; // its tlsClientError (a hang-up) is not logged again
       const { limits } = gateway.config;
       if (why === 'timeout') {
-        gateway.refused('tls', socket.peerAddress);
+        gateway.refused('tls', kept.peer);
         const ms = Math.min(limits.handshakeTimeoutMs, limits.openTimeoutMs);
-        socket.connectionLogger.warn(`TLS handshake failed: not finished within ${ms} ms (limits.handshakeTimeoutMs)`, { peer: socket.peerAddress });
+        kept.log.warn(`TLS handshake failed: not finished within ${ms} ms (limits.handshakeTimeoutMs)`, { peer: kept.peer });
         return;
       }
-      gateway.refused('handshakes', socket.peerAddress);
-      socket.connectionLogger.warn('TLS handshake closed to make room: too many in progress (limits.maxHandshakes, limits.maxHandshakesPerAddress)', {
-        peer: socket.peerAddress, ...detail,
+      gateway.refused('handshakes', kept.peer);
+      kept.log.warn('TLS handshake closed to make room: too many in progress (limits.maxHandshakes, limits.maxHandshakesPerAddress)', {
+        peer: kept.peer, ...detail,
       });
     },
   });

@@ -1,7 +1,6 @@
 'use strict';
 
 const { UsageError } = require('./errors');
-const { des } = require('./protocol');
 
 /**
  * A numeric flag from parseArgs' string values: undefined when not given, else a number within
@@ -20,15 +19,4 @@ function numberFlag(values, key, { int = false, min = -Infinity, max = Infinity,
   return n;
 }
 
-/** --des-key KEY (or GED145_DES_KEY) -> the 8-byte private key, null when neither is given. */
-function desKeyFlag(values, env = process.env) {
-  const text = values['des-key'] || env.GED145_DES_KEY;
-  if (!text) return null;
-  try {
-    return des.parseKey(text);
-  } catch (err) {
-    throw new UsageError(`--des-key: ${err.message}`);
-  }
-}
-
-module.exports = { numberFlag, desKeyFlag };
+module.exports = { numberFlag };

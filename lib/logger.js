@@ -141,6 +141,4 @@ function closeLogger(logger, waitMs = 2000) {
   });
 }
 
-module.exports = {
-  createLogger, checkLogFile, applyLogSettings, closeLogger, rotatingFile, MAX_SIZE, MAX_FILES,
-};
+module.exports = { createLogger, checkLogFile, applyLogSettings, closeLogger, rotatingFile, MAX_SIZE };

@@ -22,12 +22,10 @@ const ECC_KEY = /^ecc\..+$/;
 
 const placeholders = new Set(PLACEHOLDER_FIELDS);
 const keys = new Set(KEY_FIELDS);
-const targets = new Set(TARGET_FIELDS);
 
 const isPlaceholder = (name) => placeholders.has(name) || VAR_KEY.test(name) || ECC_KEY.test(name);
 const isKeyField = (name) => keys.has(name) || VAR_KEY.test(name) || ECC_KEY.test(name);
-const isTarget = (name) => targets.has(name) || VAR_KEY.test(name) || ECC_KEY.test(name);
-/** isTarget as a JSON Schema pattern (the schema's response mapping). */
+/** What a response mapping may fill (a target field, vars.N, ecc.NAME), as a JSON Schema pattern (the schema's response mapping). */
 const TARGET_PATTERN = `^(vars\\.${VAR_NUMBER}|ecc\\..+|${TARGET_FIELDS.join('|')})$`;
 
 /** A field's value in a decoded query: clid, vars.1, ecc.user.acct, routerCallKey...; undefined when absent or not a field. */
@@ -40,6 +38,4 @@ function fieldValue(q, name) {
 /** How a setting's message lists the names: "subtype, clid, ..., vars.N, ecc.NAME". */
 const listed = (fields) => [...fields, 'vars.N', 'ecc.NAME'].join(', ');
 
-module.exports = {
-  CALLER_FIELDS, PLACEHOLDER_FIELDS, KEY_FIELDS, TARGET_FIELDS, TARGET_PATTERN, VAR_KEY, isPlaceholder, isKeyField, isTarget, fieldValue, listed,
-};
+module.exports = { CALLER_FIELDS, KEY_FIELDS, TARGET_FIELDS, TARGET_PATTERN, isPlaceholder, isKeyField, fieldValue, listed };

@@ -8,7 +8,8 @@ const { loadScenario } = require('./workload');
 const { formatSummary } = require('./format');
 const fs = require('node:fs');
 const { UsageError, OperatorError } = require('../lib/errors');
-const { numberFlag, desKeyFlag } = require('../lib/cli-flags');
+const { numberFlag } = require('../lib/cli-flags');
+const { desKeyFlag } = require('../lib/des-key-flag');
 
 const summary = 'ICM router simulator: real router timing, pipelined load, fault injection';
 const usage = `usage: ged145 router [options]

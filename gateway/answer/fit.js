@@ -17,7 +17,7 @@
 const {
   MAX_TAG_DATA, MAX_ECC_NAME, MAX_ECC_VALUE, VAR_COUNT, DEFAULT_MAX_MESSAGE_LENGTH, text: { NOT_WIRE_TEXT },
 } = require('../../lib/protocol');
-const { isObject, setOwn } = require('../../lib/objects');
+const { isObject, setOwn } = require('../objects');
 const { toCharset, cutToConvert } = require('./charset');
 
 /** answers.charset and answers.transliterate as the schema defaults them. */

@@ -138,10 +138,15 @@ function keptAnswer(maxBody, text = ASCII) {
   };
 }
 
+/** The ERROR text a FAILURE_CONF carries for text on a plain session (failureConf's): what a comparison of replies reads. */
+function keptError(text) {
+  return printable(toCharset(cutToConvert(String(text || ''), MAX_TAG_DATA)), MAX_TAG_DATA);
+}
+
 function trimEmpty(resp) {
   if (resp.eccArrays !== undefined && resp.eccArrays.length === 0) resp.eccArrays = undefined;
   if (resp.ecc !== undefined && Object.keys(resp.ecc).length === 0) resp.ecc = undefined;
   return resp;
 }
 
-module.exports = { ReplyWriter, keptAnswer };
+module.exports = { ReplyWriter, keptAnswer, keptError };

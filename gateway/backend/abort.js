@@ -7,7 +7,7 @@
 // hands the signal on (a handler module, AbortSignal.any, axios) gets a real AbortSignal from
 // asAbortSignal(), made on demand and aborted with this one.
 
-const { DeadlineError, CODES } = require('./errors');
+const { DeadlineError } = require('./errors');
 
 class QuerySignal {
   /** group: whose query it is (a session's id): the engine shares connections out fairly between groups. */
@@ -62,11 +62,10 @@ class QuerySignal {
  */
 const DEADLINE = Object.freeze(new DeadlineError(false));
 const DEADLINE_LATE = Object.freeze(new DeadlineError(true));
-const isDeadline = (reason) => reason !== undefined && reason !== null && reason.code === CODES.DEADLINE;
 
 /** The AbortSignal to hand on to code that expects one (undefined stays undefined). */
 const asAbortSignal = (signal) => (signal instanceof QuerySignal ? signal.toAbortSignal() : signal);
 
 module.exports = {
-  QuerySignal, asAbortSignal, DEADLINE, DEADLINE_LATE, isDeadline,
+  QuerySignal, asAbortSignal, DEADLINE, DEADLINE_LATE,
 };

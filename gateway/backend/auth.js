@@ -20,7 +20,7 @@ const { messageOf } = require('../../lib/errors');
 const { AuthError } = require('./errors');
 const { text: { printable } } = require('../../lib/protocol');
 const { ACCEPT_ENCODING } = require('./engines');
-const { channels, sendWatched } = require('./diagnostics');
+const { channels, watch } = require('./diagnostics');
 const { SILENT_LOG } = require('./silent-log');
 const { errorText, notB64token } = require('./token-text');
 
@@ -225,14 +225,15 @@ class OAuth2Credentials {
     const started = performance.now();
     let problem;
     let error = null;
+    const view = watch(this.owner, request);
     try {
-      const res = await sendWatched(this.engine, this.owner, request);
+      const res = await this.engine.request(view === null ? request : { ...request, headers: view.requestHeaders, observer: view });
       problem = this.accept(res, sentAt);
-      if (request.observer !== null) request.observer.end(res.status, problem === null ? 'ok' : REASON.AUTH_FAILED);
+      if (view !== null) view.end(res.status, problem === null ? 'ok' : REASON.AUTH_FAILED);
     } catch (err) {
       problem = `no answer: ${err.detail || err.reason || messageOf(err)}`;
       error = err;
-      if (request.observer !== null) request.observer.error(err, err.reason || REASON.ERROR);
+      if (view !== null) view.error(err, err.reason || REASON.ERROR);
     }
     if (channels.token.hasSubscribers) {
       channels.token.publish({
@@ -377,4 +378,4 @@ class CredentialsBook {
   }
 }
 
-module.exports = { createCredentials, CredentialsBook };
+module.exports = { CredentialsBook };

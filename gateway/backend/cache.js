@@ -27,10 +27,10 @@
 const crypto = require('node:crypto');
 // The global performance (not perf_hooks') so that a test's fake clock reaches it.
 const { LRUCache } = require('lru-cache');
-const { LogThrottle } = require('../../lib/log-throttle');
+const { LogThrottle } = require('../log-throttle');
 const { channels } = require('./diagnostics');
 const { SILENT_LOG } = require('./silent-log');
-const { isObject } = require('../../lib/objects');
+const { isObject } = require('../objects');
 const { fieldValue } = require('../../lib/query-fields');
 const { RedisStore } = require('./redis-store');
 

@@ -5,11 +5,12 @@
 // status history and traces subscribe from ops/. Every publisher checks `hasSubscribers` first,
 // so a channel nobody listens to costs one property read and builds no message.
 //
-// Every message carries `gateway`: the owner the gateway gave its resolver (the Gateway itself),
+// Every message carries `gateway`: the owner the gateway gave its backend (the Gateway itself),
 // so that a subscriber keeping one gateway's figures counts only its own.
 
 const dc = require('node:diagnostics_channel');
 const { performance } = require('node:perf_hooks');
+const { KIND } = require('./outcome');
 
 const channels = Object.freeze({
   requestStart: dc.channel('ged145:backend:request:start'),
@@ -19,10 +20,14 @@ const channels = Object.freeze({
   requestReconnect: dc.channel('ged145:backend:request:reconnect'),
   failure: dc.channel('ged145:backend:failure'),
   circuit: dc.channel('ged145:backend:circuit'),
+  hedge: dc.channel('ged145:backend:hedge'),
   token: dc.channel('ged145:backend:token'),
   handlerError: dc.channel('ged145:backend:handler-error'),
   cacheLookup: dc.channel('ged145:cache:lookup'),
   cacheStoreError: dc.channel('ged145:cache:store-error'),
+  shadowResult: dc.channel('ged145:shadow:result'),
+  canaryAnswer: dc.channel('ged145:canary:answer'),
+  canaryRollback: dc.channel('ged145:canary:rollback'),
 });
 
 /** Whether any subscriber wants to see requests one by one: only then is a request's view made. */
@@ -33,11 +38,12 @@ const requestsWatched = () => channels.requestStart.hasSubscribers || channels.r
  * What a subscriber sees of one HTTP request (`request` in the request channels' messages), made
  * only while someone watches. sent: the engine's request, which also says whose it is: kind
  * ('query': a query's request, or a handler module's ctx.request; 'token': an OAuth2 token
- * request), query (null for a token request), route (the subtype whose request it is; null for a
- * token request, or a query without a subtype), template (the route's path before its
+ * request; 'shadow': a query's copy sent to a candidate, layers/shadow.js), query (null for a
+ * token request), route (the subtype whose request it is; null for a token request, or a query
+ * without a subtype), template (the route's path before its
  * placeholders were filled; null for a handler module's ctx.request, whose path the handler made),
  * attempt (1, then 2... for the same query's next request: the next origin, a new token after a
- * 401) and retry (why it was sent again: null, 'failover' or 'auth'). path is the path sent, which
+ * 401, the hedge) and retry (why it was sent besides the first: null, 'failover', 'auth' or 'hedge'). path is the path sent, which
  * holds caller data where the route's template has placeholders.
  */
 class RequestView {
@@ -52,7 +58,7 @@ class RequestView {
     this.path = sent.path;
     this.attempt = sent.attempt === undefined ? 1 : sent.attempt;
     this.retry = sent.retry === undefined ? null : sent.retry;
-    this.sent = sent; // the engine's request: its headers are what setHeader changes
+    this.requestHeaders = sent.headers || {}; // what setHeader changes: the request leaves with these
     this.startedAt = 0;
   }
 
@@ -64,9 +70,9 @@ class RequestView {
   setHeader(name, value) {
     const lower = String(name).toLowerCase();
     const headers = {};
-    for (const [k, v] of Object.entries(this.sent.headers || {})) if (k.toLowerCase() !== lower) headers[k] = v;
+    for (const [k, v] of Object.entries(this.requestHeaders)) if (k.toLowerCase() !== lower) headers[k] = v;
     headers[lower] = String(value);
-    this.sent.headers = headers; // a copy: the route's headers are shared by its requests
+    this.requestHeaders = headers; // a copy: the route's headers are shared by its requests
   }
 
   start() {
@@ -104,34 +110,18 @@ class RequestView {
 }
 
 /** An outcome of outcome.js as a request's result: ok, app_error, or the host_error's reason. */
-const resultOf = (outcome) => (outcome.kind === 'host_error' ? outcome.reason : outcome.kind);
+const resultOf = (outcome) => (outcome.kind === KIND.HOST_ERROR ? outcome.reason : outcome.kind);
 
 /**
- * Sends request through engine, shown to the request channels' subscribers while there are any:
- * its view becomes the engine's observer (headers, a send again) and is kept on the request, for
- * its end or error. A request sent again (the 401 retry) gets a view of its own.
+ * The request as the engine gets it while the request channels have subscribers: a new view of
+ * it is started (a subscriber may set headers then), and the request sent carries the view's
+ * headers and the view as the engine's observer (headers, a send again). null: nobody watches.
  */
-function sendWatched(engine, owner, request) {
-  if (requestsWatched()) {
-    const view = new RequestView(owner, request);
-    request.observer = view;
-    view.start();
-  } else request.observer = null;
-  return engine.request(request);
-}
-
-/**
- * Whose request it is, for the channels' subscribers: q's, its attempt-th (the next origin's
- * after the first); template: the path before placeholders (null: a handler's own path).
- */
-function whose(request, q, template, attempt) {
-  request.kind = 'query';
-  request.query = q;
-  request.route = q.subtype === undefined ? null : q.subtype;
-  request.template = template;
-  request.attempt = attempt;
-  request.retry = attempt === 1 ? null : 'failover';
-  request.observer = null;
+function watch(owner, request) {
+  if (!requestsWatched()) return null;
+  const view = new RequestView(owner, request);
+  view.start();
+  return view;
 }
 
 /** A failure the backend counts against an origin (backend_failures_total): the outcome's reason. */
@@ -143,6 +133,19 @@ function publishFailure(owner, origin, outcome) {
   }
 }
 
+/**
+ * A hedge decided (layers/failover.js): won (its answer was the query's), lost (the first
+ * request's outcome was: the hedge was aborted, or failed), over_budget (due, not sent). origin:
+ * where the hedge went, or would have.
+ */
+function publishHedge(owner, query, result, origin) {
+  if (channels.hedge.hasSubscribers) {
+    channels.hedge.publish({
+      gateway: owner, query, result, origin,
+    });
+  }
+}
+
 module.exports = {
-  channels, requestsWatched, RequestView, resultOf, publishFailure, sendWatched, whose,
+  channels, watch, resultOf, publishFailure, publishHedge,
 };

@@ -136,15 +136,4 @@ function failureReason(err, signal) {
   }
 }
 
-module.exports = {
-  CODES,
-  DeadlineError,
-  EngineError,
-  ProxyError,
-  AuthError,
-  PlaceholderError,
-  BackendRequestError,
-  isTlsCode,
-  causeOf,
-  failureReason,
-};
+module.exports = { CODES, DeadlineError, EngineError, ProxyError, AuthError, PlaceholderError, BackendRequestError, failureReason };

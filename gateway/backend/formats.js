@@ -276,6 +276,4 @@ function compileFormat(name, paths, budgets = XML_BUDGETS) {
   return xmlFormat(roots.size === 1 ? [...roots][0] : null, { ...XML_BUDGETS, ...budgets });
 }
 
-module.exports = {
-  JSON_FORMAT, NotInFormat, OverBudget, XML_BUDGETS, readBody, compileFormat, xmlFormat, xmlBudget, jsonPath, xmlPath,
-};
+module.exports = { JSON_FORMAT, NotInFormat, OverBudget, XML_BUDGETS, readBody, compileFormat, xmlFormat, jsonPath, xmlPath };

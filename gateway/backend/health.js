@@ -36,7 +36,11 @@ const iso = (ms) => (ms === null ? null : new Date(ms).toISOString());
 const ageS = (ms, now) => (ms === null ? null : Math.max(0, Math.round((now - ms) / 1000)));
 
 class LaneHealth {
-  /** board: the BackendHealth it belongs to; origin, route: which lane (route: a subtype, or '(none)'). */
+  /**
+   * board: what it needs of the BackendHealth it belongs to: {log, routerGets, failAfter,
+   * logEveryMs, idleAfterMs, changed(lane), answering(origin)}; origin, route: which lane (route:
+   * a subtype, or '(none)').
+   */
   constructor(board, origin, route) {
     this.board = board;
     this.origin = origin;
@@ -52,6 +56,11 @@ class LaneHealth {
     this.loggedState = REACHABLE;
     this.unlogged = 0; // changes folded into the next line
     this.logTimer = null;
+  }
+
+  /** A reload: this lane goes on from the one it replaces, as that one was. */
+  takeOver(previous) {
+    for (const k of KEPT) this[k] = previous[k];
   }
 
   success() {
@@ -106,7 +115,7 @@ class LaneHealth {
       const what = `${this.consecutiveFailures} queries in a row got no answer (last: ${this.lastError})`;
       const others = this.board.answering(this.origin);
       const meanwhile = others.length > 0 ? `; ${others.join(', ')} still answering` : '';
-      log.warn(`backend failing: ${this.origin} (subtype ${this.route}): ${what}; the router gets ${this.board.instead}${meanwhile}`, {
+      log.warn(`backend failing: ${this.origin} (subtype ${this.route}): ${what}; the router gets ${this.board.routerGets}${meanwhile}`, {
         ...where, consecutiveFailures: this.consecutiveFailures, lastError: this.lastError, ...(others.length > 0 ? { answering: others } : {}), ...folded,
       });
     } else {
@@ -141,20 +150,24 @@ class LaneHealth {
 
 class BackendHealth {
   /**
-   * instead: what the router gets while the backend fails ("E_AG_HOST_ERROR1", "the fallback answer"...).
+   * routerGets: what the router gets while the backend fails ("E_AG_HOST_ERROR1", "the fallback answer"...).
    * previous: the health this one replaces (a reload); keeps(origin): whether this backend still
    * calls that origin, whose lanes then go on from their previous state (/health and
    * ged145_backend_up read this one from now on, and agree).
    */
   constructor({
-    log = SILENT_LOG, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, idleAfterMs = IDLE_AFTER_MS, instead = 'E_AG_HOST_ERROR1', previous = null,
+    log = SILENT_LOG, failAfter = FAIL_AFTER, logEveryMs = LOG_EVERY_MS, idleAfterMs = IDLE_AFTER_MS, routerGets = 'E_AG_HOST_ERROR1', previous = null,
     keeps = () => false,
   } = {}) {
     this.log = log;
-    this.instead = instead;
+    this.routerGets = routerGets;
     this.failAfter = failAfter;
     this.logEveryMs = logEveryMs;
     this.idleAfterMs = idleAfterMs;
+    // What each lane reads of its board: the settings, and the two calls back.
+    this.board = {
+      log, routerGets, failAfter, logEveryMs, idleAfterMs, changed: (lane) => this.changed(lane), answering: (origin) => this.answering(origin),
+    };
     this.byOrigin = new Map(); // origin -> Map(route -> its LaneHealth)
     this.failing = 0; // lanes failing now
     this.since = Date.now(); // when the process-wide state last changed
@@ -166,7 +179,7 @@ class BackendHealth {
     for (const lane of previous.lanes()) {
       if (!keeps(lane.origin)) continue;
       const mine = this.lane(lane.origin, lane.route);
-      for (const k of KEPT) mine[k] = lane[k];
+      mine.takeOver(lane);
       if (mine.state === FAILING) this.failing++;
     }
     if (this.failing > 0) this.since = previous.since;
@@ -181,7 +194,7 @@ class BackendHealth {
     }
     let lane = lanes.get(route);
     if (lane === undefined) {
-      lane = new LaneHealth(this, origin, route);
+      lane = new LaneHealth(this.board, origin, route);
       lanes.set(route, lane);
     }
     return lane;
@@ -276,4 +289,4 @@ function shown(lanes, now) {
   return { state, lastQueryAt: iso(last), evidenceAgeS: ageS(last, now) };
 }
 
-module.exports = { BackendHealth, LaneHealth, IDLE_AFTER_MS };
+module.exports = { BackendHealth };

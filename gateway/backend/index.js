@@ -1,14 +1,12 @@
 'use strict';
 
 // The backend side's entry: what the session and the server may use. A query goes in through
-// QueryResolver.dispatch(), which gives back the query's handle (handle.js) and calls its handler
-// with one outcome (outcome.js), after the cache, the backend, a stale answer or the fallback
-// (availability.js). Nothing here knows about sockets or replies.
+// Backend.dispatch(), which gives back the query's handle (handle.js) and calls its handler with
+// one outcome (outcome.js), after the backend chain (backend.js draws it; layers/, one file each).
+// Nothing here knows about sockets or replies.
 
-const { QueryResolver } = require('./availability');
+const { Backend } = require('./backend');
 const { QuerySignal } = require('./abort');
-const { Dispatcher } = require('./handle');
+const { QueryHandle } = require('./handle');
 
-module.exports = {
-  QueryResolver, QuerySignal, Dispatcher,
-};
+module.exports = { Backend, QuerySignal, QueryHandle };

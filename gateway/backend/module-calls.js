@@ -1,8 +1,8 @@
 'use strict';
 
 // A handler module's route: its code called in the route's scope (user-code.js), with ctx.request,
-// an HTTP request through the backend's layers (layers.js), and what its answer or its error
-// means for the router.
+// an HTTP request down the backend's layers below the route (layers/), and what its answer or its
+// error means for the router. The route layer (layers/route.js) makes it and calls it.
 
 const {
   ok, appError, hostError, REASON, KIND,
@@ -11,11 +11,10 @@ const { queryJson } = require('./request');
 const { asAbortSignal } = require('./abort');
 const { statusReason } = require('./statuses');
 const { runAs, currentCall, markError } = require('./user-code');
-const { whose } = require('./diagnostics');
 const { messageOf } = require('../../lib/errors');
 const { BackendRequestError } = require('./errors');
 const { hideCallerData } = require('../../lib/redact');
-const { isObject } = require('../../lib/objects');
+const { isObject } = require('../objects');
 const { text: { printable } } = require('../../lib/protocol');
 
 /** Router-supplied text for a log field: printable, bounded. */
@@ -23,28 +22,37 @@ const logText = (text) => (text === undefined ? undefined : printable(text, 64))
 
 class ModuleCalls {
   /**
-   * backend: the Backend whose routes these are: its deadlineMs, log, throttle, redact, faults,
-   * scopes (compiled route -> its scope), the headers and credentials each origin gets
-   * (credentialsFor, headersFor) and its layers (send).
+   * next: the layers a ctx.request goes down; deadlineMs, log, throttle (the route layer's), redact
+   * (log.redact); faults: HandlerFaults; scopes: compiled route -> its scope (user-code.js);
+   * credentialsFor(route, origin) and headersFor(route, origin): what a ctx.request to origin carries.
    */
-  constructor(backend) {
-    this.backend = backend;
+  constructor(next, {
+    deadlineMs, log, throttle, redact, faults, scopes, credentialsFor, headersFor,
+  }) {
+    this.next = next;
+    this.deadlineMs = deadlineMs;
+    this.log = log;
+    this.throttle = throttle;
+    this.redact = redact;
+    this.faults = faults;
+    this.scopes = scopes;
+    this.credentialsFor = credentialsFor;
+    this.headersFor = headersFor;
   }
 
   /** One query for a module route: the handler's answer as an outcome. */
   async call(route, q, signal, deadlineAt) {
-    const b = this.backend;
     let moduleSignal = asAbortSignal(signal);
-    if (route.timeoutMs < b.deadlineMs) moduleSignal = AbortSignal.any([moduleSignal, AbortSignal.timeout(route.timeoutMs)]);
+    if (route.timeoutMs < this.deadlineMs) moduleSignal = AbortSignal.any([moduleSignal, AbortSignal.timeout(route.timeoutMs)]);
     const ctx = { signal: moduleSignal, request: this.requestFor(route, q, moduleSignal, deadlineAt, signal.group) };
-    const scope = b.scopes.get(route);
+    const scope = this.scopes.get(route);
     try {
       const query = queryJson(q);
       // In the route's scope: what the handler starts and does not finish is known to be its own.
       const answer = await runAs(scope, query, route.handle, query, ctx);
       // As a REST answer must be a JSON object (bad_json), a handler's must be an object.
       if (!isObject(answer)) {
-        b.faults.badAnswer(scope, answer, logText(q.subtype), q.invokeId);
+        this.faults.badAnswer(scope, answer, logText(q.subtype), q.invokeId);
         return hostError(REASON.BAD_ANSWER, 'handler module answered no object');
       }
       return ok(answer);
@@ -66,11 +74,10 @@ class ModuleCalls {
       if (thrown !== null) return thrown;
     }
     // The handler's own words stay in the host's log (caller data hidden under log.redact); the router gets E_AG_HOST_ERROR1.
-    const b = this.backend;
-    const n = b.throttle.hit('module-error');
+    const n = this.throttle.hit('module-error');
     if (n) {
-      const text = b.redact ? hideCallerData(messageOf(err), q) : messageOf(err);
-      b.log.error(`handler module failed: ${text}`, { module: route.file, subtype: logText(q.subtype), invokeId: q.invokeId, count: n });
+      const text = this.redact ? hideCallerData(messageOf(err), q) : messageOf(err);
+      this.log.error(`handler module failed: ${text}`, { module: route.file, subtype: logText(q.subtype), invokeId: q.invokeId, count: n });
     }
     return hostError(REASON.MODULE_ERROR, 'handler module failed');
   }
@@ -102,25 +109,28 @@ class ModuleCalls {
   } = {}) {
     const m = /^(https?:\/\/[^/?#]+)(.*)$/.exec(String(url));
     if (m === null) throw new TypeError(`ctx.request: ${url} is not an http:// or https:// URL`);
-    const b = this.backend;
-    const request = {
+    const outcome = await this.next.dispatch({
       origin: m[1],
       path: m[2] === '' ? '/' : m[2],
       method: String(method).toUpperCase(),
-      headers: { ...b.headersFor(from.route, m[1]), ...lowerKeys(headers) },
+      headers: { ...this.headersFor(from.route, m[1]), ...lowerKeys(headers) },
       body: json === undefined ? body : JSON.stringify(json),
       signal: from.signal,
       idempotent: from.route.idempotent,
       group: from.group,
       spec: from.route,
       forHandler: true,
-      credentials: b.credentialsFor(from.route, m[1]),
+      credentials: this.credentialsFor(from.route, m[1]),
       deadlineAt: from.deadlineAt,
       timeoutMs: undefined,
       elsewhere: false,
-    };
-    whose(request, from.q, null, 1);
-    const outcome = await b.send.dispatch(request);
+      kind: 'query',
+      query: from.q,
+      route: from.q.subtype === undefined ? null : from.q.subtype,
+      template: null, // the handler made the path
+      attempt: 1,
+      retry: null,
+    });
     if (outcome.response === undefined) throw new BackendRequestError(outcome);
     const { status, text } = outcome.response;
     return { status, text, json: () => JSON.parse(text) };

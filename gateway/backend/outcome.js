@@ -92,9 +92,21 @@ const OK_LABELS = new Set([LABEL.OK, LABEL.DUPLICATE, LABEL.CACHED, LABEL.STALE,
  */
 const isAnswered = (label) => OK_LABELS.has(label);
 
+/**
+ * The labels of a query that failed: the router got no usable answer (FAILURE_CONF other than
+ * the API's own app_error, or no reply at all). The session's failed-query log line, the status
+ * page, the spans' error status and the objectives read this one list.
+ */
+const FAILED_LABELS = Object.freeze(Object.values(LABEL).filter((label) => !OK_LABELS.has(label) && label !== LABEL.APP_ERROR));
+const FAILED_SET = new Set(FAILED_LABELS);
+const isFailed = (label) => FAILED_SET.has(label);
+
+/** The labels of a query whose router went away before its reply: no event for an objective. */
+const ROUTER_GONE_LABELS = Object.freeze([LABEL.LOST, LABEL.ABORTED]);
+
 /** The reasons of a request that gave up waiting (the query's deadline, a route's timeoutMs): slow, not refused. */
 const gaveUp = (reason) => reason === REASON.DEADLINE || reason === REASON.TIMEOUT;
 
 module.exports = {
-  KIND, REASON, LABEL, FAILURE_STATUS, httpReason, ok, appError, hostError, labelOf, isAnswered, gaveUp,
+  KIND, REASON, LABEL, FAILURE_STATUS, FAILED_LABELS, ROUTER_GONE_LABELS, httpReason, ok, appError, hostError, labelOf, isAnswered, isFailed, gaveUp,
 };

@@ -28,7 +28,7 @@
 // moment; a Redis that answers nothing goes on making them.
 
 const { performance } = require('node:perf_hooks');
-const { LogThrottle } = require('../../lib/log-throttle');
+const { LogThrottle } = require('../log-throttle');
 const { channels } = require('./diagnostics');
 const { SILENT_LOG } = require('./silent-log');
 
@@ -188,6 +188,4 @@ class RedisStore {
   }
 }
 
-module.exports = {
-  RedisStore, STATES, COMMAND_TIMEOUT_MS, TIMEOUTS_TO_DOWN, SILENT_MS, MAX_IN_FLIGHT,
-};
+module.exports = { RedisStore, STATES, MAX_IN_FLIGHT };

@@ -19,7 +19,7 @@
 
 const { KIND, REASON, httpReason } = require('./outcome');
 const { JSON_FORMAT, NotInFormat, readBody } = require('./formats');
-const { ROUTE_KIND } = require('../../lib/route-kinds');
+const { ROUTE_KIND } = require('../route-kinds');
 
 /** kindOf()'s answer for 401/403 unmapped: a host error of its own (the token is dropped, the auth warned about). */
 const UNAUTHORIZED = 'unauthorized';
@@ -97,6 +97,4 @@ function errorText(text, spec, status) {
 /** One line of printable ASCII without markup. */
 const PLAIN_LINE = /^[\x20-\x3b\x3d\x3f-\x7e]+\r?\n?$/;
 
-module.exports = {
-  statusMap, kindOf, statusReason, errorText, parseBody, errorAt, formatOf, UNAUTHORIZED, FOREIGN,
-};
+module.exports = { statusMap, kindOf, statusReason, errorText, parseBody, formatOf, UNAUTHORIZED };

@@ -17,7 +17,7 @@
 // turns on V8's promise hooks for every promise of the process (bench/containment.js).
 
 const { AsyncLocalStorage } = require('node:async_hooks');
-const { LogThrottle } = require('../../lib/log-throttle');
+const { LogThrottle } = require('../log-throttle');
 const { channels, publishFailure } = require('./diagnostics');
 const { SILENT_LOG } = require('./silent-log');
 const { messageOf } = require('../../lib/errors');

@@ -13,6 +13,7 @@ const CACHE_DEFAULTS = Object.freeze(sectionDefaults('cache'));
 // Why these numbers: docs/configuration.md (availability) and gateway/backend/circuit.js.
 const BREAKER_DEFAULTS = Object.freeze(sectionDefaults('breaker'));
 const RETRY_DEFAULTS = Object.freeze(sectionDefaults('retry'));
+const HEDGE_DEFAULTS = Object.freeze(sectionDefaults('backend.hedge'));
 
 /** null, or {answer, on4xx}: the answer in the REST contract's response shape. */
 function compileFallback(value) {
@@ -44,4 +45,18 @@ function compileRetry(value) {
   return { ...RETRY_DEFAULTS, ...value };
 }
 
-module.exports = { CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry };
+/** backend.hedge: null (off), or {afterMs, maxPercent} with defaults filled in; afterMs at most half of the deadline. */
+function compileHedge(value, deadlineMs) {
+  if (value === null || value === undefined || value === false) return null;
+  const h = value === true ? { ...HEDGE_DEFAULTS } : { ...HEDGE_DEFAULTS, ...value };
+  if (2 * h.afterMs > deadlineMs) {
+    // A hedge goes only while afterMs of the deadline is left: past half of it, none ever would.
+    throw new ConfigError(`backend.hedge.afterMs must be at most half of deadlineMs (${Math.floor(deadlineMs / 2)}): `
+      + 'a hedge is sent only while afterMs of the deadline is left');
+  }
+  return h;
+}
+
+module.exports = {
+  CACHE_DEFAULTS, BREAKER_DEFAULTS, compileFallback, compileCache, compileBreaker, compileRetry, compileHedge,
+};

@@ -52,4 +52,4 @@ function compileBody(body, { contentType = null, where = 'body' } = {}) {
   };
 }
 
-module.exports = { compileBody, escapeFor };
+module.exports = { compileBody };

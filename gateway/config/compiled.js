@@ -24,7 +24,8 @@ class CompiledConfig {
     this.baseDir = baseDir;
     this.configFile = configFile;
     this.compiledRoutes = parts.compiledRoutes; // subtype -> compiled route; a Map, so "__proto__" is a subtype like any other
-    this.availability = parts.availability; // {fallback, cache, breaker, retry, cacheScope}, always complete
+    this.compiledCandidates = parts.compiledCandidates || new Map(); // name -> compiled candidate (routes.js compileCandidate)
+    this.availability = parts.availability; // {fallback, cache, breaker, retry, hedge, cacheScope}, always complete
     this.backendRuntime = parts.backendRuntime; // {tls, proxy, auth, headers}
     this.listenerTls = parts.listenerTls; // {cert, key, ca} for tls.createServer, or null for plain TCP
     this.allowlistFilter = parts.allowlistFilter; // {allows(address)}, or null: any address

@@ -16,10 +16,10 @@
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
-const { ROUTE_KIND } = require('../../lib/route-kinds');
+const { ROUTE_KIND } = require('../route-kinds');
 
 /** Route keys that say when or whether a request is sent, or what to do when it fails: not what an answer means. */
-const NOT_MEANING = new Set(['timeoutMs', 'idempotent', 'fallback', 'cache', 'breaker']);
+const NOT_MEANING = new Set(['timeoutMs', 'idempotent', 'fallback', 'cache', 'breaker', 'shadow', 'canary']);
 /** A header whose value is a credential (a key, a token, a session): its name counts, its value does not. */
 const CREDENTIAL_HEADER = /^(authorization|proxy-authorization|cookie)$|key|token|secret|passw|signature|session/i;
 /** auth's keys that hold or name a secret. */
@@ -105,6 +105,4 @@ function cacheScope(cache, fingerprint) {
   return cache.namespace === null || cache.namespace === undefined ? `${fingerprint}:` : `${cache.namespace}:${fingerprint}:`;
 }
 
-module.exports = {
-  routeFingerprint, cacheScope, canonical, NOT_MEANING,
-};
+module.exports = { routeFingerprint, cacheScope, canonical };

@@ -9,16 +9,16 @@ const { des, resolveProfile, ProfileError } = require('../../lib/protocol');
 const { ConfigError } = require('../../lib/errors');
 const { readRegularFile, parseJson } = require('../../lib/files');
 const { checkLogFile } = require('../../lib/logger');
-const { compileRoute } = require('./routes');
+const { compileRoute, compileCandidate } = require('./routes');
 const { routeFingerprint, cacheScope } = require('./fingerprint');
 const { compileAllowlist } = require('./allowlist');
 const {
   compileListenerTls, compileBackendTls, compileAuth, compileProxy, resolveHeaders, hasCredentials, secretPath,
 } = require('./backend');
-const { isObject } = require('../../lib/objects');
-const { ROUTE_KIND } = require('../../lib/route-kinds');
+const { isObject } = require('../objects');
+const { ROUTE_KIND } = require('../route-kinds');
 const {
-  compileFallback, compileCache, compileBreaker, compileRetry,
+  compileFallback, compileCache, compileBreaker, compileRetry, compileHedge,
 } = require('./availability');
 const {
   SCHEMA, defaultsOf, leaves, publicSchema,
@@ -49,7 +49,7 @@ const ENV = Object.fromEntries([...leaves()].filter(([, n]) => n['x-env']).map((
 }));
 
 /** Objects whose keys are the user's (subtypes, header names) or whole answers: taken whole, never merged key by key. */
-const OPAQUE_KEYS = new Set(['routes', 'headers', 'headerFiles', 'fallback', 'cache', 'auth']);
+const OPAQUE_KEYS = new Set(['routes', 'candidates', 'headers', 'headerFiles', 'fallback', 'cache', 'auth']);
 const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 const MAX_KEY_FILE_BYTES = 4096;
 
@@ -135,6 +135,7 @@ function problemsOf(c, sources = {}, parts = {}) {
     'needs engine undici (the default): the axios engine reaches backends directly');
   attempt(() => { parts.cache = compileCache(c.cache); });
   attempt(() => { parts.breaker = compileBreaker(c.breaker); });
+  attempt(() => { parts.hedge = compileHedge(c.backend.hedge, c.deadlineMs); });
   return problems;
 }
 
@@ -146,10 +147,11 @@ function validate(c, sources) {
   return parts;
 }
 
-/** availability: the top level's fallback, cache, breaker and retry, complete (a route's own are over these). */
+/** availability: the top level's fallback, cache, breaker and retry, complete (a route's own are over these); backend.hedge's. */
 function compileAvailability(c, checked, backend) {
   const availability = {
     fallback: compileFallback(c.fallback), cache: checked.cache, breaker: checked.breaker, retry: compileRetry(c.retry),
+    hedge: checked.hedge,
   };
   // The cache keys of queries no route names: the default contract's fingerprint.
   availability.cacheScope = cacheScope(availability.cache, routeFingerprint(null, {}, backend));
@@ -168,7 +170,12 @@ function compile(settings, {
   baseDir, env, fresh = false, configFile = settings.configFile ?? null, checked = null, sources = null,
 }) {
   const c = settings;
-  const pre = checked || { allowlist: compileAllowlist(c.allowlist), cache: compileCache(c.cache), breaker: compileBreaker(c.breaker) };
+  const pre = checked || {
+    allowlist: compileAllowlist(c.allowlist),
+    cache: compileCache(c.cache),
+    breaker: compileBreaker(c.breaker),
+    hedge: compileHedge(c.backend.hedge, c.deadlineMs),
+  };
   const availability = compileAvailability(c, pre, c.backend);
   const problems = [];
   const attempt = (fn, under = null) => {
@@ -195,11 +202,27 @@ function compile(settings, {
     }), `routes.${subtype}`);
     if (compiled !== null) compiledRoutes.set(subtype, compiled);
   }
+  const compiledCandidates = new Map();
+  for (const [name, candidate] of Object.entries(c.candidates)) {
+    const compiled = attempt(() => compileCandidate(candidate, {
+      baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh, backend: c.backend, sources,
+    }), `candidates.${name}`);
+    if (compiled !== null) compiledCandidates.set(name, compiled);
+  }
+  for (const [subtype, route] of compiledRoutes) {
+    for (const use of ['shadow', 'canary']) {
+      const name = route[use] === null ? null : route[use].candidate;
+      if (name === null || Object.hasOwn(c.candidates, name)) continue;
+      const known = Object.keys(c.candidates);
+      const have = known.length === 0 ? 'candidates is empty' : `candidates: ${known.join(', ')}`;
+      problems.push(`routes.${subtype}.${use}.candidate: no candidate named '${name}' (${have})`);
+    }
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   const desKey = readDesKey(c, baseDir, env);
   if (c.des.require && desKey === null) throw new ConfigError(['des.require is true but no DES key is configured (GED145_DES_KEY or des.keyFile)']);
   return new CompiledConfig(c, {
-    compiledRoutes, availability, backendRuntime, listenerTls, allowlistFilter: c.allowlist.length > 0 ? pre.allowlist : null, desKey,
+    compiledRoutes, compiledCandidates, availability, backendRuntime, listenerTls, allowlistFilter: c.allowlist.length > 0 ? pre.allowlist : null, desKey,
   }, { baseDir, configFile });
 }
 

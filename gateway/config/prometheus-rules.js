@@ -181,6 +181,4 @@ function unitTests(objectives, { by = [], runbookUrl = DEFAULT_RUNBOOK_URL, rule
   ].join('\n');
 }
 
-module.exports = {
-  prometheusRules, unitTests, groupingProblem, DEFAULT_RUNBOOK_URL, RUNBOOK_ANCHORS,
-};
+module.exports = { prometheusRules, unitTests, groupingProblem };

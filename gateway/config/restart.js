@@ -30,6 +30,4 @@ function holdRestartSettings(running, next) {
   return keys;
 }
 
-module.exports = {
-  RESTART_KEYS, restartNeeded, holdRestartSettings,
-};
+module.exports = { restartNeeded, holdRestartSettings };

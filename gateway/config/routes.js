@@ -12,7 +12,7 @@ const path = require('node:path');
 const Module = require('node:module');
 const { ConfigError } = require('../../lib/errors');
 const { isPlaceholder } = require('../../lib/query-fields');
-const { ROUTE_KIND } = require('../../lib/route-kinds');
+const { ROUTE_KIND } = require('../route-kinds');
 const { resolveHeaders, compileAuth } = require('./backend');
 const { compileBody } = require('./body');
 const { compileFormat } = require('../backend/formats');
@@ -37,9 +37,40 @@ function routeAvailability(route, top) {
   };
 }
 
-/** cacheScope: the prefix of the route's cache keys (fingerprint.js), null without a cache. */
+/**
+ * cacheScope: the prefix of the route's cache keys (fingerprint.js), null without a cache; shadow
+ * and canary: what it sends to a candidate (null: nothing), defaults filled in.
+ */
 function withScope(compiled, route, backend, files) {
   compiled.cacheScope = cacheScope(compiled.cache, routeFingerprint(compiled.kind, route, backend, files));
+  compiled.shadow = route.shadow === undefined ? null : { candidate: route.shadow.candidate, sample: route.shadow.sample ?? 1 };
+  compiled.canary = route.canary === undefined ? null : compileCanary(route.canary);
+  return compiled;
+}
+
+/** routes.<subtype>.canary with its defaults: the listed DN_STRINGs as a Set, the rollback complete. */
+function compileCanary(canary) {
+  const rollback = canary.rollback || {};
+  return {
+    candidate: canary.candidate,
+    dialedNumbers: new Set(canary.dialedNumbers || []),
+    percent: canary.percent ?? 0,
+    rollback: { failureRate: rollback.failureRate ?? 0.05, minQueries: rollback.minQueries ?? 50, windowS: rollback.windowS ?? 60 },
+  };
+}
+
+/**
+ * A candidate (candidates.<name>), compiled as a route is: a REST call, a module, or the default
+ * contract at its own base URL (baseUrl; null for the other kinds). What it answers is never
+ * cached nor replaced by a fallback (the live route's are what the router gets), so it has neither.
+ */
+function compileCandidate(candidate, options) {
+  const { backend: baseUrl, ...route } = candidate;
+  if (baseUrl !== undefined && (route.url !== undefined || route.module !== undefined)) {
+    throw new ConfigError('backend: a candidate with a url or a module has no backend URL of its own');
+  }
+  const compiled = compileRoute({ ...route, fallback: null, cache: null }, options);
+  compiled.baseUrl = baseUrl === undefined ? null : baseUrl.replace(/\/+$/, '');
   return compiled;
 }
 
@@ -219,5 +250,5 @@ function parseTemplate(template) {
 }
 
 module.exports = {
-  compileRoute, parseTemplate,
+  compileRoute, compileCandidate, parseTemplate,
 };

@@ -3,7 +3,7 @@
 // The configuration schema's routes (routes.<subtype>) and the definitions they share with the top
 // level: an answer's shape, fallback, cache, auth, statuses and breaker (schema.js puts them
 // together). An HTTP status maps to an outcome kind (backend/outcome.js KIND); a route is one of
-// the route kinds (lib/route-kinds.js).
+// the route kinds (gateway/route-kinds.js).
 
 const { VAR_COUNT, VAR_NUMBER } = require('../../lib/protocol');
 const {
@@ -69,6 +69,18 @@ const DEFINITIONS = {
     default: null,
     'x-must': 'must be an object or null',
   },
+  hedge: {
+    type: ['object', 'null', 'boolean'],
+    description: 'with several backend.url origins: a query with no answer after afterMs sends one more request to the next healthy '
+      + 'origin, the first answer wins (docs/safe-change.md); null or false = off, true = these defaults',
+    additionalProperties: false,
+    properties: {
+      afterMs: int(1, 30_000, 80, { description: 'how long the first request has to answer before the hedge goes; at most half of deadlineMs' }),
+      maxPercent: int(1, 100, 25, { description: 'hedges per 100 queries at most, over the last 10 s' }),
+    },
+    default: null,
+    'x-must': 'must be an object, true, false or null',
+  },
   auth: {
     type: ['object', 'null', 'boolean'],
     description: 'how backend requests authenticate: oauth2 (client credentials), basic or bearer; null or false = none',
@@ -130,8 +142,10 @@ const DEFINITIONS = {
 // or a REST call ({url, ...}). config/routes.js compiles a route by its kind and checks nothing
 // the schema says.
 const AVAILABILITY_KEYS = ['fallback', 'cache', 'breaker'];
-const CONTRACT_ROUTE_KEYS = [...AVAILABILITY_KEYS, 'statuses', 'errorPath'];
-const MODULE_ROUTE_KEYS = ['module', 'timeoutMs', 'auth', 'backendCredentials', 'idempotent', 'statuses', 'errorPath', ...AVAILABILITY_KEYS];
+/** What a route sends to a candidate besides its live answer (docs/safe-change.md): any kind of route takes them. */
+const CHANGE_KEYS = ['shadow', 'canary'];
+const CONTRACT_ROUTE_KEYS = [...AVAILABILITY_KEYS, 'statuses', 'errorPath', ...CHANGE_KEYS];
+const MODULE_ROUTE_KEYS = ['module', 'timeoutMs', 'auth', 'backendCredentials', 'idempotent', 'statuses', 'errorPath', ...AVAILABILITY_KEYS, ...CHANGE_KEYS];
 /** A key a route of this kind does not take: "routes.x: unknown key 'url'" (validate.js), with a guess among the kind's keys. */
 const onlyKeys = (keys, kind) => ({ propertyNames: { enum: keys }, 'x-kind': kind });
 const ROUTE = {
@@ -187,8 +201,81 @@ const ROUTE = {
     fallback: { $ref: '#/definitions/fallback' },
     cache: { $ref: '#/definitions/cache' },
     breaker: { $ref: '#/definitions/breaker' },
+    shadow: {
+      type: 'object',
+      description: "a sampled share of this subtype's queries is also sent to a candidate, and its answer compared with the live one; "
+        + 'the router gets the live answer, never later for it',
+      additionalProperties: false,
+      required: ['candidate'],
+      properties: {
+        candidate: { type: 'string', minLength: 1, description: 'a name under candidates' },
+        sample: {
+          type: 'number', minimum: 0, maximum: 1, default: 1, description: 'the share of queries shadowed (0..1)', 'x-must': 'must be a number from 0 to 1',
+        },
+      },
+      'x-must': 'must be an object {"candidate": NAME, "sample": 0..1}',
+    },
+    canary: {
+      type: 'object',
+      description: "the candidate answers the listed DN_STRINGs and percent of the others; it stops by itself when its failures exceed the live route's",
+      additionalProperties: false,
+      required: ['candidate'],
+      properties: {
+        candidate: { type: 'string', minLength: 1, description: 'a name under candidates' },
+        dialedNumbers: {
+          type: 'array', items: { type: 'string', minLength: 1 }, default: [], description: 'DN_STRINGs the candidate answers, whatever percent says',
+        },
+        percent: {
+          type: 'number', minimum: 0, maximum: 100, default: 0, description: 'the share of other queries (0..100), by RouterCallDay and RouterCallKey',
+          'x-must': 'must be a number from 0 to 100',
+        },
+        rollback: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            failureRate: {
+              type: 'number', exclusiveMinimum: 0, maximum: 1, default: 0.05,
+              description: "how far the candidate's share of failures may exceed the live route's", 'x-must': 'must be a number above 0 and at most 1',
+            },
+            minQueries: int(1, 1_000_000, 50, { description: 'the candidate answers at least this many queries in the window before it can be rolled back' }),
+            windowS: int(1, 3600, 60, { description: 'the window the failures are counted over' }),
+          },
+          'x-must': 'must be an object {"failureRate", "minQueries", "windowS"}',
+        },
+      },
+      'x-must': 'must be an object {"candidate": NAME, "dialedNumbers": [...], "percent": 0..100, "rollback": {...}}',
+    },
   },
   'x-must': 'must be an object',
 };
 
-module.exports = { DEFINITIONS, ROUTE };
+// A candidate is written as a route is (a REST call, a module, or the default contract: then with
+// a backend URL of its own), without shadow or canary of its own.
+const candidateProperties = Object.fromEntries(Object.entries(ROUTE.properties).filter(([k]) => !CHANGE_KEYS.includes(k)));
+const CANDIDATE = {
+  type: 'object',
+  description: 'a route under test: a REST call ({url, ...}), a module ({module}), or the default contract at its own base URL ({backend})',
+  additionalProperties: false,
+  if: { properties: { module: true }, required: ['module'] },
+  then: onlyKeys(MODULE_ROUTE_KEYS.filter((k) => !CHANGE_KEYS.includes(k)), 'a module candidate'),
+  else: {
+    if: { properties: { url: true }, required: ['url'] },
+    then: { if: ROUTE.else.else.if, then: ROUTE.else.else.then },
+    else: {
+      properties: { backend: true },
+      required: ['backend'],
+      'x-must': 'needs a url (a REST call), a module, or a backend URL (the default contract)',
+      ...onlyKeys(['backend', ...CONTRACT_ROUTE_KEYS.filter((k) => !CHANGE_KEYS.includes(k))], 'a default-contract candidate'),
+    },
+  },
+  properties: {
+    ...candidateProperties,
+    backend: {
+      type: 'string', pattern: '^https?://[^/?#]+[^?#]*$', description: 'the default contract\'s base URL for this candidate (POST {backend}/query/{subtype})',
+      'x-must': 'must be an http:// or https:// URL without a query string',
+    },
+  },
+  'x-must': 'must be an object',
+};
+
+module.exports = { DEFINITIONS, ROUTE, CANDIDATE };

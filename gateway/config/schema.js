@@ -19,7 +19,7 @@ const { V8_MAX_SEMI_SPACE_MB } = require('../../lib/heap');
 const {
   int, bool, oneOf, path, section, flag, intMap,
 } = require('./schema-nodes');
-const { DEFINITIONS, ROUTE } = require('./schema-routes');
+const { DEFINITIONS, ROUTE, CANDIDATE } = require('./schema-routes');
 
 const SCHEMA_URI = 'http://json-schema.org/draft-07/schema#';
 const SCHEMA_ID = 'https://ged145.invalid/schemas/gateway.json';
@@ -154,6 +154,7 @@ const SCHEMA = {
         'x-must': 'must be an http:// or https:// URL (or a list of them)',
       },
       strategy: oneOf(['failover', 'balance'], 'failover', { 'x-must': "must be 'failover' or 'balance'" }),
+      hedge: { $ref: '#/definitions/hedge' },
       engine: oneOf(ENGINE_NAMES, 'undici', {
         'x-env': 'GED145_ENGINE', 'x-flag': flag('engine', 'NAME', `HTTP client: ${ENGINE_NAMES.join(' or ')}`),
       }),
@@ -221,6 +222,10 @@ const SCHEMA = {
     routes: {
       type: 'object', additionalProperties: ROUTE, default: {}, description: 'per-subtype routes (docs/rest-contract.md)',
       'x-must': 'must be an object of subtype -> route',
+    },
+    candidates: {
+      type: 'object', additionalProperties: CANDIDATE, default: {}, 'x-must': 'must be an object of name -> candidate route',
+      description: 'named routes under test, that routes.<subtype>.shadow and .canary send queries to (docs/safe-change.md)',
     },
     fallback: { $ref: '#/definitions/fallback' },
     cache: { $ref: '#/definitions/cache' },
@@ -346,9 +351,9 @@ function defaultsOf(node) {
   return out;
 }
 
-/** The defaults of a section whose own default is null or absent (cache, breaker: the settings when it is on). */
+/** The defaults of a section whose own default is null or absent (cache, breaker, backend.hedge: the settings when it is on). */
 function sectionDefaults(name) {
-  const n = deref(SCHEMA.properties[name]);
+  const n = name.split('.').reduce((node, k) => deref(deref(node).properties[k]), SCHEMA);
   return Object.fromEntries(Object.entries(n.properties).map(([k, child]) => [k, defaultsOf(child)]));
 }
 

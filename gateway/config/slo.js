@@ -45,6 +45,4 @@ function objectivesOf(config) {
   }));
 }
 
-module.exports = {
-  WINDOWS, ALERTS, alertPolicy, objectivesOf,
-};
+module.exports = { WINDOWS, alertPolicy, objectivesOf };

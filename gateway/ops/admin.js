@@ -1,16 +1,17 @@
 'use strict';
 
 // The admin HTTP port (express): / (the live status page), /status (its JSON), /health, /ready,
-// /sessions, /metrics, /report/half-hour.csv (docs/reports.md).
+// /sessions, /metrics, /report/half-hour.csv (docs/reports.md), /report/shadow.csv (docs/safe-change.md).
 
 const http = require('node:http');
 const net = require('node:net');
 const os = require('node:os');
 const express = require('express');
 const { listenError } = require('../../lib/errors');
-const { LogThrottle } = require('../../lib/log-throttle');
+const { LogThrottle } = require('../log-throttle');
 const { statusPage } = require('./status-page');
 const { halfHourCsv } = require('./half-hour');
+const { shadowCsv } = require('./shadow-report');
 
 /**
  * DNS rebinding: a web page an operator opens points its own name at this address, and the
@@ -112,6 +113,15 @@ function createAdminApp({
         next(err);
       }
     });
+    app.get('/report/shadow.csv', async (req, res, next) => {
+      try {
+        const csv = shadowCsv((await reports()).shadow || { periods: [] });
+        res.set('cache-control', 'no-store').set('content-disposition', 'inline; filename="ged145-shadow.csv"');
+        res.type('text/csv; charset=utf-8; header=present').send(csv);
+      } catch (err) {
+        next(err);
+      }
+    });
   }
   app.use((req, res) => res.status(404).json({ error: 'not found' }));
   app.use((err, req, res, _next) => res.status(500).json({ error: err.message })); // express knows an error handler by its four arguments
@@ -133,7 +143,7 @@ async function startAdmin(admin, log, sources) {
     throw listenError(err, host, port);
   }
   const bound = server.address().port;
-  log.info(`admin on http://${host}:${bound} (status page at /; /status /health /ready /sessions /metrics /report/half-hour.csv)`);
+  log.info(`admin on http://${host}:${bound} (status page at /; /status /health /ready /sessions /metrics /report/half-hour.csv /report/shadow.csv)`);
   return {
     port: bound,
     close() {
@@ -154,4 +164,4 @@ function listenAdmin(app, port, host) {
   });
 }
 
-module.exports = { createAdminApp, startAdmin };
+module.exports = { startAdmin };

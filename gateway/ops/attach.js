@@ -82,4 +82,4 @@ function attachMetrics(gateway, metrics) {
   return new GatewayObserver(gateway, metrics);
 }
 
-module.exports = { attachMetrics, GatewayObserver };
+module.exports = { attachMetrics };

@@ -4,7 +4,7 @@
 // (gateway/backend/diagnostics.js, docs/diagnostics.md): the backend knows nothing of them. Each
 // gateway's figures go to its own Metrics registry, counted from the messages that carry that
 // gateway (a process may hold several: tests, the warm-up's private one). The gauges are read
-// from the gateway's current resolver when Prometheus scrapes, so a reload needs no bookkeeping.
+// from the gateway's current backend when Prometheus scrapes, so a reload needs no bookkeeping.
 
 const client = require('prom-client');
 const { channels } = require('../backend/diagnostics');
@@ -15,6 +15,7 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx', '6xx', '7xx', '8xx', '9xx']; // backend_responses_total{class}
 const CIRCUIT_VALUES = Object.freeze({ closed: 0, 'half-open': 1, open: 2 });
 const MAX_LABEL = 64;
+const MAX_FIELD_LABELS = 100;
 
 /** gateway -> its BackendMetrics: a message of a gateway nobody keeps figures for finds none. */
 const watched = new WeakMap();
@@ -38,10 +39,9 @@ class BackendMetrics {
     this.defineCounters(prefix, registers);
   }
 
-  /** The gauges, read from the gateway's resolver at scrape time. */
+  /** The gauges, read from the gateway's backend at scrape time. */
   defineGauges(prefix, registers) {
     const { gateway, metrics } = this;
-    const resolver = () => gateway.resolver;
     new client.Gauge({
       name: `${prefix}backend_up`,
       help: '1 while the backend answers, 0 after a run of failed queries (see /health): without labels the worst of all, '
@@ -49,7 +49,7 @@ class BackendMetrics {
       labelNames: ['origin', 'route'],
       aggregator: 'min', // --workers: down when any worker sees it down
       registers,
-      collect() { backendUp(this, resolver().health(), metrics.known); },
+      collect() { backendUp(this, gateway.backend.health, metrics.known); },
     });
     new client.Gauge({
       name: `${prefix}backend_circuit_state`,
@@ -57,10 +57,10 @@ class BackendMetrics {
       labelNames: ['origin'],
       registers,
       collect() {
-        for (const [origin, state] of Object.entries(resolver().circuitStates())) this.set({ origin }, CIRCUIT_VALUES[state]);
+        for (const [origin, state] of Object.entries(gateway.backend.circuitStates())) this.set({ origin }, CIRCUIT_VALUES[state]);
       },
     });
-    const cache = () => resolver().cacheFigures();
+    const cache = () => gateway.backend.cacheFigures();
     new client.Gauge({
       name: `${prefix}cache_entries`, help: 'Answers in this process\'s cache', registers, collect() { this.set((cache() || { entries: 0 }).entries); },
     });
@@ -87,6 +87,13 @@ class BackendMetrics {
   defineCounters(prefix, registers) {
     this.retries = new client.Counter({
       name: `${prefix}backend_retries_total`, help: 'Requests sent again to the next origin after the first never reached its backend', registers,
+    });
+    this.hedges = new client.Counter({
+      name: `${prefix}backend_hedges_total`,
+      help: 'Hedged requests (backend.hedge), by result: won (its answer was the query\'s), lost (the first request\'s was), '
+        + 'over_budget (due, not sent: backend.hedge.maxPercent reached)',
+      labelNames: ['result'],
+      registers,
     });
     this.reconnects = new client.Counter({
       name: `${prefix}backend_reconnects_total`,
@@ -124,6 +131,37 @@ class BackendMetrics {
     this.cacheStoreErrors = new client.Counter({
       name: `${prefix}cache_store_errors_total`, help: 'Failed reads and writes of the shared cache store (Redis)', registers,
     });
+    this.shadow = new client.Counter({
+      name: `${prefix}shadow_total`,
+      help: 'Shadowed queries by route, candidate and result: same, different, candidate_failed, live_failed, dropped (over the cap: not sent)',
+      labelNames: ['subtype', 'candidate', 'result'],
+      registers,
+    });
+    this.shadowFields = new client.Counter({
+      name: `${prefix}shadow_differences_total`,
+      help: 'Fields a candidate answered differently from the live route (status, error, vars.N, ecc.NAME, eccArrays.NAME, ced, cdpd)',
+      labelNames: ['subtype', 'candidate', 'field'],
+      registers,
+    });
+    this.fieldLabels = new Set(); // the field labels given so far: an answer's ECC names are the backend's, so they are bounded
+    this.canary = new client.Counter({
+      name: `${prefix}canary_total`, help: 'Queries a canary\'s candidate answered, by route and candidate', labelNames: ['subtype', 'candidate'], registers,
+    });
+    this.canaryRollbacks = new client.Counter({
+      name: `${prefix}canary_rollbacks_total`,
+      help: 'Canaries stopped because their candidate failed more than the live route',
+      labelNames: ['subtype', 'candidate'],
+      registers,
+    });
+  }
+
+  /** A difference's field as a label: an ECC_ARRAY element by its array's name, at most MAX_FIELD_LABELS of them, the rest "(other)". */
+  fieldLabel(field) {
+    const label = labelValue(field.replace(/\[\d+\]$/, ''));
+    if (this.fieldLabels.has(label)) return label;
+    if (this.fieldLabels.size >= MAX_FIELD_LABELS) return '(other)';
+    this.fieldLabels.add(label);
+    return label;
   }
 
   /** Hot path: one backend request's end, by class ('2xx', '5xx'..., or 'error' for no answer), and its round trip if it got one. */
@@ -187,9 +225,30 @@ const SUBSCRIBERS = [
     const m = watched.get(gateway);
     if (m !== undefined) m.reconnects.inc();
   }],
+  [channels.hedge, ({ gateway, result }) => {
+    const m = watched.get(gateway);
+    if (m !== undefined) m.hedges.labels(result).inc();
+  }],
   [channels.failure, ({ gateway, reason }) => {
     const m = watched.get(gateway);
     if (m !== undefined) m.failures.labels(reason).inc();
+  }],
+  [channels.shadowResult, ({
+    gateway, subtype, candidate, result, differences,
+  }) => {
+    const m = watched.get(gateway);
+    if (m === undefined) return;
+    const route = labelValue(String(subtype));
+    m.shadow.labels(route, candidate, result).inc();
+    for (const { field } of differences) m.shadowFields.labels(route, candidate, m.fieldLabel(field)).inc();
+  }],
+  [channels.canaryAnswer, ({ gateway, subtype, candidate }) => {
+    const m = watched.get(gateway);
+    if (m !== undefined) m.canary.labels(labelValue(String(subtype)), candidate).inc();
+  }],
+  [channels.canaryRollback, ({ gateway, subtype, candidate }) => {
+    const m = watched.get(gateway);
+    if (m !== undefined) m.canaryRollbacks.labels(labelValue(String(subtype)), candidate).inc();
   }],
   [channels.token, ({ gateway, ok }) => {
     const m = watched.get(gateway);
@@ -224,4 +283,4 @@ function watchBackend(metrics, gateway) {
   return figures;
 }
 
-module.exports = { watchBackend, BackendMetrics };
+module.exports = { watchBackend };

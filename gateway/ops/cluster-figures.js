@@ -104,4 +104,4 @@ class WorkerFigures {
   }
 }
 
-module.exports = { WorkerFigures, PULL_MS };
+module.exports = { WorkerFigures };

@@ -89,7 +89,7 @@ class WorkerReloads {
  */
 const QUESTIONS = {
   metrics: (w) => w.opened.metrics.registry.getMetricsAsJSON(),
-  health: (w) => ({ pid: process.pid, backend: w.gateway.resolver.toJSON() }),
+  health: (w) => ({ pid: process.pid, backend: w.gateway.backend.toJSON() }),
   status: (w) => w.opened.status(),
   reports: (w) => w.opened.reports.toJSON(),
   figures: (w) => w.figures(),
@@ -173,6 +173,4 @@ async function runWorker(config, { listenFd = null, generation = 0 } = {}) {
   return worker;
 }
 
-module.exports = {
-  runWorker, Worker, WorkerReloads, QUESTIONS,
-};
+module.exports = { runWorker, Worker, QUESTIONS };

@@ -24,6 +24,7 @@ const { LABEL } = require('../backend/outcome');
 const { describeQuery } = require('../session/redact');
 const { rotatingFile, MAX_SIZE } = require('../../lib/logger');
 const { hideCallerData } = require('../../lib/redact');
+const { callShare, SALT } = require('../call-share');
 const { decodeFrame, DIRECTION, STATUS_NAMES } = require('../../lib/protocol');
 
 const MAX_QUEUED = 8192; // about four seconds of 2,000 queries/s: a file that stalls longer costs records, never memory
@@ -44,21 +45,6 @@ const SOURCE = Object.freeze({
   [LABEL.FALLBACK]: 'fallback',
   [LABEL.DUPLICATE]: 'duplicate',
 });
-
-/**
- * A call's share in [0, 1): a 32-bit mix of RouterCallDay and RouterCallKey (murmur3's finaliser),
- * the same for both router sides and every time the call is asked. A call is sampled when its
- * share is below `sample`.
- */
-function callShare(day, key) {
-  let h = Math.imul((day >>> 0) ^ 0x9e3779b9, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h ^ (key >>> 0), 0xc2b2ae35);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  return (h >>> 0) / 2 ** 32;
-}
 
 /** The file a process writes: file itself, or for cluster worker `worker` its own beside it (decisions.w3.jsonl). */
 function fileOf(file, worker) {
@@ -98,6 +84,22 @@ function replyOf(e, redact) {
   return out;
 }
 
+/**
+ * Of a query's requests, the one whose result the query got: the last that was not cut because
+ * another answered first (a hedged request's loser, or the first request when the hedge won, ends
+ * `aborted`), else the last; `attempts` counts every request, a hedge too.
+ */
+function answeringRequest(all) {
+  let pick = all[all.length - 1];
+  for (let i = all.length - 1; i >= 0; i--) {
+    if (all[i].result !== 'aborted') {
+      pick = all[i];
+      break;
+    }
+  }
+  return { ...pick, attempts: Math.max(...all.map((r) => r.attempts)) };
+}
+
 /** One record, as its line: RouterCallDay and RouterCallKey first, where `ged145 why` looks. */
 function recordOf(e, redact, worker) {
   const q = e.query.fields;
@@ -119,7 +121,7 @@ function recordOf(e, redact, worker) {
     backendResult: r === undefined ? null : r.result,
     outcome: e.outcome,
     status: e.status,
-    source: SOURCE[e.outcome] || null,
+    source: e.canary && SOURCE[e.outcome] === 'backend' ? 'canary' : SOURCE[e.outcome] || null,
     ms: Math.round(e.ms * 100) / 100,
     late: e.late,
     traceId: e.query.labels.trace_id || null,
@@ -152,33 +154,43 @@ class DecisionLog {
     this.loggedAt = null;
     this.idle = null; // resolves when the queue is written (close)
     this.ended = false;
-    this.requests = new WeakMap(); // a sampled query (the core's message) -> its last backend request
+    this.requests = new WeakMap(); // a sampled query (the core's message) -> its backend requests, in the order they started
+    this.canaries = new WeakSet(); // the queries a canary's candidate answered (their QUERY_REQ)
     this.counters = counters(registry);
     this.subscribers = [
       [core.querySettle, (m) => this.onSettle(m)],
       [backend.requestStart, (m) => this.onRequestStart(m)],
       [backend.requestEnd, (m) => this.onRequestEnd(m.request, m.result)],
       [backend.requestError, (m) => this.onRequestEnd(m.request, m.reason)],
+      [backend.canaryAnswer, (m) => this.onCanary(m)],
     ];
     for (const [channel, fn] of this.subscribers) channel.subscribe(fn);
     this.writeNext = () => this.writeSlice();
   }
 
   sampled(q) {
-    return this.sample >= 1 || callShare(q.routerCallDay, q.routerCallKey) < this.sample;
+    return this.sample >= 1 || callShare(q.routerCallDay, q.routerCallKey, SALT.DECISIONS) < this.sample;
   }
 
   onRequestStart({ gateway, query, request }) {
     if (gateway !== this.gateway || query === null || request.kind !== 'query' || !this.sampled(query)) return;
-    this.requests.set(query, {
+    const started = {
       method: request.method, template: request.template, origin: request.origin, attempts: request.attempt, result: null,
-    });
+    };
+    const all = this.requests.get(query);
+    if (all === undefined) this.requests.set(query, [started]);
+    else all.push(started);
+  }
+
+  onCanary({ gateway, query }) {
+    if (gateway === this.gateway) this.canaries.add(query);
   }
 
   onRequestEnd(request, result) {
     if (request.query === null || request.gateway !== this.gateway) return;
-    const r = this.requests.get(request.query);
-    if (r !== undefined && r.origin === request.origin && r.attempts === request.attempt) r.result = result;
+    const all = this.requests.get(request.query);
+    const r = all === undefined ? undefined : all.find((x) => x.origin === request.origin && x.attempts === request.attempt);
+    if (r !== undefined) r.result = result;
   }
 
   onSettle({
@@ -189,8 +201,9 @@ class DecisionLog {
       this.drop(1);
       return;
     }
-    const request = this.requests.get(query.fields);
-    if (request !== undefined) this.requests.delete(query.fields);
+    const all = this.requests.get(query.fields);
+    if (all !== undefined) this.requests.delete(query.fields);
+    const request = all === undefined ? undefined : answeringRequest(all);
     this.queue.push({
       at: Date.now(),
       session: session.id,
@@ -204,6 +217,7 @@ class DecisionLog {
       late,
       reply: reply === undefined ? null : reply,
       request,
+      canary: this.canaries.has(query.fields),
     });
     if (!this.writing) {
       this.writing = true;
@@ -293,6 +307,4 @@ function startDecisions(config, options) {
   return new DecisionLog(settings, options);
 }
 
-module.exports = {
-  startDecisions, DecisionLog, callShare, fileOf, MAX_QUEUED,
-};
+module.exports = { startDecisions, DecisionLog, MAX_QUEUED };

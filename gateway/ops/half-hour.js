@@ -4,7 +4,9 @@
 // side and per subtype, what the ICM router keeps for an application gateway in its
 // Application_Gateway_Half_Hour table: requests, replies (QUERY_RESP answered, FAILURE_CONF
 // errors), the average and the longest delay, replies later than lateTimeoutMs (the router's
-// LateTimeout), and refusals (connections or sessions refused).
+// LateTimeout), and refusals (connections or sessions refused). Beside the router's figures, the
+// queries of those that a canary's candidate answered (docs/safe-change.md), and its errors: they
+// are in the router's counts too, since the router cannot tell them apart.
 //
 // Boundaries are the router's: half hours of the local clock (:00 and :30 local time), so in a
 // zone whose offset ends in :45 (Asia/Kathmandu, Pacific/Chatham) they fall at :15 and :45 UTC,
@@ -17,6 +19,7 @@
 // divides.
 
 const { text: { printable } } = require('../../lib/protocol');
+const { LABEL } = require('../backend/outcome');
 
 const HALF_HOUR_MS = 30 * 60_000;
 const KEEP = 48;
@@ -24,8 +27,6 @@ const OTHER = '(other)';
 const NO_SIDE = ''; // a session that has not said its side (before OPEN_REQ)
 const NO_QUERY = ''; // the subtype of a refusal: no query was read
 const MAX_LABEL = 64;
-/** The outcome of a query that got no reply: its router went away first. */
-const LOST = 'lost_router_gone';
 
 /**
  * The start (epoch ms) of the local half hour that holds t: :00 or :30 on the local clock, read
@@ -55,6 +56,8 @@ class Cell {
     this.delaySumMs = 0; // over the replies written
     this.maxDelayMs = 0;
     this.refusals = 0; // connections or sessions refused
+    this.canary = 0; // of requests, those a canary sent to its candidate
+    this.canaryErrors = 0; // of those, FAILURE_CONF written (in errors too)
   }
 }
 
@@ -106,14 +109,17 @@ class HalfHours {
   /**
    * Hot path: a query settled. outcome: its label (lost_router_gone and aborted: no reply was
    * written); failure: a FAILURE_CONF was written (its status is not null); ms: read to written;
-   * t: now, when the caller has read the clock already.
+   * t: now, when the caller has read the clock already; canary: a canary's candidate answered it.
    */
-  query(side, subtype, outcome, failure, ms, t = this.now()) {
+  query(side, subtype, outcome, failure, ms, t = this.now(), canary = false) {
     const c = this.cell(subtype === undefined ? NO_QUERY : subtype, side, t);
     c.requests++;
-    if (outcome === LOST) return;
-    if (failure) c.errors++;
-    else c.answered++;
+    if (canary) c.canary++;
+    if (outcome === LABEL.LOST) return; // no reply: its router went away first
+    if (failure) {
+      c.errors++;
+      if (canary) c.canaryErrors++;
+    } else c.answered++;
     if (ms > this.lateTimeoutMs) c.lates++;
     c.delaySumMs += ms;
     if (ms > c.maxDelayMs) c.maxDelayMs = ms;
@@ -189,10 +195,12 @@ function addRow(rows, r) {
       delaySumMs: r.delaySumMs,
       maxDelayMs: r.maxDelayMs,
       refusals: r.refusals,
+      canary: r.canary,
+      canaryErrors: r.canaryErrors,
     });
     return;
   }
-  for (const k of ['requests', 'answered', 'errors', 'lates', 'delaySumMs', 'refusals']) m[k] += r[k];
+  for (const k of ['requests', 'answered', 'errors', 'lates', 'delaySumMs', 'refusals', 'canary', 'canaryErrors']) m[k] += r[k];
   m.maxDelayMs = Math.max(m.maxDelayMs, r.maxDelayMs);
 }
 
@@ -226,7 +234,7 @@ function mergeHalfHours(views, keep = KEEP) {
 }
 
 const CSV_COLUMNS = Object.freeze(['DateTime', 'Side', 'Subtype', 'RequestsToHalf', 'AnsweredToHalf', 'ErrorsToHalf', 'AvgDelayToHalf', 'MaxDelayToHalf',
-  'LatesToHalf', 'RefusalsToHalf', 'DateTimeUTC']);
+  'LatesToHalf', 'RefusalsToHalf', 'DateTimeUTC', 'CanaryToHalf', 'CanaryErrorsToHalf']);
 
 /** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break; a leading =+-@ is quoted away from spreadsheet formulas. */
 function csvField(v) {
@@ -242,7 +250,7 @@ function halfHourCsv(view) {
     for (const r of p.rows) {
       const replies = r.answered + r.errors;
       lines.push([p.local, r.side, r.subtype, r.requests, r.answered, r.errors, replies === 0 ? '' : Math.round(r.delaySumMs / replies),
-        replies === 0 ? '' : Math.round(r.maxDelayMs), r.lates, r.refusals, p.start].map(csvField).join(','));
+        replies === 0 ? '' : Math.round(r.maxDelayMs), r.lates, r.refusals, p.start, r.canary, r.canaryErrors].map(csvField).join(','));
     }
   }
   return `${lines.join('\r\n')}\r\n`;

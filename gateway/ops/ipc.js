@@ -14,7 +14,7 @@
 // (QUESTIONS in cluster-worker.js).
 
 const crypto = require('node:crypto');
-const { ROUTE_KIND } = require('../../lib/route-kinds');
+const { ROUTE_KIND } = require('../route-kinds');
 
 const START = 'ged145:start';
 const ASK = 'ged145:ask';

@@ -18,14 +18,13 @@
 // Figures cover the time since the process started (`coveredS`), up to the window.
 
 const { TallyCounter } = require('./tally');
+const { ROUTER_GONE_LABELS, isFailed } = require('../backend/outcome');
 const { WINDOWS, alertPolicy, objectivesOf } = require('../config/slo');
 
 const MINUTE_MS = 60_000;
 const MINUTES_KEPT = 3 * 24 * 60;
-/** Outcomes whose reply the router can route with. */
-const ANSWERED = new Set(['ok', 'cached', 'stale', 'fallback', 'duplicate', 'app_error']);
 /** Outcomes of queries whose router went away first: no event. */
-const NO_EVENT = new Set(['lost_router_gone', 'aborted']);
+const NO_EVENT = new Set(ROUTER_GONE_LABELS);
 
 /** One objective's counts: per minute (3 days) and per hour (its window), in rings. */
 class Objective {
@@ -207,7 +206,7 @@ class Objectives {
   query(subtype, outcome, ms, t) {
     const o = this.byRoute.get(subtype);
     if (o === undefined || NO_EVENT.has(outcome)) return;
-    o.record(ANSWERED.has(outcome) && ms <= o.latencyMs, t === undefined ? this.now() : t);
+    o.record(!isFailed(outcome) && ms <= o.latencyMs, t === undefined ? this.now() : t);
   }
 
   /** Each objective's counts as export() gives them, with what names it: what a leaving worker hands over. */

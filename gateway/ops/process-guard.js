@@ -14,7 +14,7 @@
 
 const { callOf } = require('../backend/user-code');
 const { messageOf } = require('../../lib/errors');
-const { LogThrottle } = require('../../lib/log-throttle');
+const { LogThrottle } = require('../log-throttle');
 
 /** How long an exiting process waits for its log line to be written. */
 const EXIT_FLUSH_MS = 1000;

@@ -2,8 +2,10 @@
 
 // The router's half-hour view and the objectives of one gateway (docs/reports.md), fed by the
 // channels its core publishes (docs/diagnostics.md): ged145:query:settle for every query, and
-// ged145:connection:refused for a connection or session refused. One process may hold several
-// gateways (the warm-up's private one, tests): only the messages of the attached one count.
+// ged145:connection:refused for a connection or session refused; a query a canary's candidate
+// answered is known from the backend's ged145:canary:answer (the shadow report's, published before
+// the query settles). One process may hold several gateways (the warm-up's private one, tests):
+// only the messages of the attached one count.
 //
 // The object belongs to whoever runs the gateway (gateway/index.js, a cluster worker), not to what
 // a reload replaces: a reload changes its settings (read from the gateway's config when it
@@ -14,6 +16,7 @@ const { channels } = require('../session/diagnostics');
 const { HalfHours, mergeHalfHours } = require('./half-hour');
 const { Objectives, mergeObjectives } = require('./objectives');
 const { objectivesOf } = require('../config/slo');
+const { ShadowReport, mergeShadow } = require('./shadow-report');
 
 /** How often the wall clock's distance from performance.now() is read again (an NTP step moves it). */
 const CLOCK_CHECK_MS = 10_000;
@@ -24,6 +27,7 @@ class Reports {
     this.now = now;
     this.halfHours = new HalfHours({ now });
     this.objectives = new Objectives([], { registry, now });
+    this.shadow = new ShadowReport({ now }); // shadow traffic and canaries (docs/safe-change.md)
     this.gateway = null;
     this.config = null; // the configuration the settings were last read from
     this.wallOffset = now() - performance.now(); // wall clock = performance.now() + this
@@ -34,7 +38,7 @@ class Reports {
       const { query } = msg;
       // When it settled, by additions: the message has when the query arrived and how long it took.
       const t = this.wallOffset + query.receivedAt + msg.ms;
-      this.halfHours.query(query.side, query.subtype, msg.outcome, msg.status !== null, msg.ms, t);
+      this.halfHours.query(query.side, query.subtype, msg.outcome, msg.status !== null, msg.ms, t, this.shadow.isCanary(query.fields));
       this.objectives.query(query.subtype, msg.outcome, msg.ms, t);
     };
     this.onRefused = (msg) => {
@@ -45,6 +49,7 @@ class Reports {
   /** Counts gateway's queries and refusals from now on. */
   attach(gateway) {
     this.gateway = gateway;
+    this.shadow.attach(gateway);
     this.follow(gateway.config);
     channels.querySettle.subscribe(this.onSettle);
     channels.connectionRefused.subscribe(this.onRefused);
@@ -63,26 +68,19 @@ class Reports {
     channels.querySettle.unsubscribe(this.onSettle);
     channels.connectionRefused.unsubscribe(this.onRefused);
     clearInterval(this.clockTimer);
+    this.shadow.detach();
     this.gateway = null;
   }
 
-  /** What /status adds: {halfHours, objectives}. */
+  /** What /status adds: {halfHours, objectives, shadow}. */
   toJSON() {
-    return { halfHours: this.halfHours.toJSON(), objectives: this.objectives.toJSON() };
+    return { halfHours: this.halfHours.toJSON(), objectives: this.objectives.toJSON(), shadow: this.shadow.toJSON() };
   }
 
   /** What a cluster worker gives its primary to keep when it leaves: toJSON() and the objectives' counts by minute and hour. */
   export() {
     return { ...this.toJSON(), objectiveCounts: this.objectives.export() };
   }
-}
-
-/** One {halfHours, objectives} from several processes' (a cluster's workers'). */
-function mergeReports(list) {
-  return {
-    halfHours: mergeHalfHours(list.map((r) => r.halfHours)),
-    objectives: mergeObjectives(list.map((r) => r.objectives)),
-  };
 }
 
 /**
@@ -108,7 +106,7 @@ class WorkerReports {
 
   /** A worker's newest figures (Reports.export()): an answer to the primary's pull, or its handover. */
   keep(worker, figures) {
-    this.last.set(worker.id, { halfHours: figures.halfHours, objectives: figures.objectives });
+    this.last.set(worker.id, { halfHours: figures.halfHours, objectives: figures.objectives, shadow: figures.shadow });
     this.counts.set(worker.id, figures.objectiveCounts);
   }
 
@@ -116,7 +114,9 @@ class WorkerReports {
   merge(answers) {
     const list = [];
     for (const { worker, data } of answers) {
-      if (data !== undefined && data.halfHours !== undefined) this.last.set(worker.id, { halfHours: data.halfHours, objectives: data.objectives });
+      if (data !== undefined && data.halfHours !== undefined) {
+        this.last.set(worker.id, { halfHours: data.halfHours, objectives: data.objectives, shadow: data.shadow });
+      }
       if (this.last.has(worker.id)) list.push(this.last.get(worker.id));
     }
     const halfHours = list.map((r) => r.halfHours);
@@ -124,6 +124,7 @@ class WorkerReports {
     return {
       halfHours: mergeHalfHours(halfHours),
       objectives: mergeObjectives([...list.map((r) => r.objectives), this.retiredObjectives.toJSON()]),
+      shadow: mergeShadow(list.map((r) => r.shadow)), // an exited worker's shadow counts go with it: they judge a candidate, they bill nothing
     };
   }
 
@@ -137,4 +138,4 @@ class WorkerReports {
   }
 }
 
-module.exports = { Reports, mergeReports, WorkerReports };
+module.exports = { Reports, WorkerReports };

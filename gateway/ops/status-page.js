@@ -8,10 +8,13 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const { SESSION_STATE } = require('../session/states');
+const { FAILED_LABELS, LABEL } = require('../backend/outcome');
 
-// The session states the page reads are the core's own (session/states.js), given to the script, not retyped in it.
+// The session states and the failed outcome labels the page reads are the core's own
+// (session/states.js, backend/outcome.js), given to the script, not retyped in it.
 const SCRIPT = fs.readFileSync(path.join(__dirname, 'page', 'status.js'), 'utf8')
-  .replace("'use strict';\n", `'use strict';\n\nconst SESSION_STATE = ${JSON.stringify(SESSION_STATE)};\n`);
+  .replace("'use strict';\n", `'use strict';\n\nconst SESSION_STATE = ${JSON.stringify(SESSION_STATE)};\n`
+    + `const FAILED_LABELS = ${JSON.stringify(FAILED_LABELS)};\nconst APP_ERROR = ${JSON.stringify(LABEL.APP_ERROR)};\n`);
 
 const STYLE = `
 :root{--ok:#15803d;--warn:#b45309;--bad:#b91c1c;--chosen:#4f46e5;--mute:#6b7280;--line:#e5e7eb}
@@ -52,9 +55,12 @@ function statusPage() {
   <section><h2>Processes</h2><div class="scroll"><table id="processes"></table></div><div id="config" class="mute"></div></section>
   <section><h2>Recent warnings and errors</h2><div class="scroll"><ul id="warnings"></ul></div></section>
   <section><h2>Connections refused or failed before a session</h2><div class="scroll"><ul id="connection-warnings"></ul></div></section>
+  <section class="wide"><h2>Shadow traffic and canaries (this half hour)</h2><div class="scroll"><table id="shadow"></table></div><div id="canaries"></div>
+    <div class="scroll"><table id="shadow-last"></table></div></section>
   <section class="wide"><h2>Objectives per route</h2><div class="scroll"><table id="objectives"></table></div></section>
   <section class="wide"><h2>Half hours as the router counts them (Application_Gateway_Half_Hour)</h2><div class="scroll"><table id="half-hours"></table></div>
-    <div class="mute">per side, subtypes added; by subtype: <a href="/report/half-hour.csv">half-hour.csv</a></div></section>
+    <div class="mute">per side, subtypes added; canary: the queries a canary's candidate answered, in the router's counts too;
+      by subtype: <a href="/report/half-hour.csv">half-hour.csv</a></div></section>
 </main>
 <script>${SCRIPT}</script>
 </body></html>

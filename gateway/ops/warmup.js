@@ -13,7 +13,6 @@ const http = require('node:http');
 const net = require('node:net');
 const { once } = require('node:events');
 const { MessageReader, DIRECTION } = require('../../lib/protocol');
-const { QuerySignal } = require('../backend');
 const { KIND } = require('../backend/outcome');
 const { ReplyWriter } = require('../answer/writer');
 const { Metrics } = require('./metrics');
@@ -137,12 +136,12 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
   const metrics = new Metrics({ collectDefault: false });
   const observed = attachMetrics(gateway, metrics); // its own figures, never the served gateway's
   // The direct queries use the bursts' own backend; both ends speak the gateway's numbering (config `protocol`).
-  const { resolver: { backend }, profile, serialize } = gateway;
+  const { backend, profile, serialize } = gateway;
   const reply = new ReplyWriter({ maxBody: config.limits.maxMessageLength, serialize }); // the session's own reply path
   let next = 0;
   const one = async (q) => {
     const t0 = performance.now();
-    const outcome = await backend.call(q, new QuerySignal()); // the signal a session gives
+    const outcome = await new Promise((onOutcome) => { backend.dispatch(q, Infinity, 0, { onOutcome }); }); // as a session dispatches
     if (outcome.kind === KIND.OK) reply.queryResp(q, outcome.answer, config.answers);
     metrics.observeQuery(q.subtype, 'ok', (performance.now() - t0) / 1000); // seconds, as the session records them
   };

@@ -2,11 +2,11 @@
 
 // What a Session needs of its gateway, as a class: server.js's Gateway extends it, and so do the
 // tests' doubles, so that the two cannot drift apart. Its fields are read per message where that
-// matters (config, resolver), so a reload (SIGHUP) reaches a running session's next query.
+// matters (config, backend), so a reload (SIGHUP) reaches a running session's next query.
 //
 //   config            the validated config (limits, deadlineMs, protocol.versions, duplicates, des, log)
 //   log               a winston logger
-//   resolver          what queries are dispatched to: a backend Dispatcher (backend/handle.js)
+//   backend           what queries are dispatched to: dispatch(query, deadlineAt, group, handler, send) -> a handle (backend/handle.js)
 //   profile, serialize the wire numbering (config `protocol`) and its serializer
 //   connectionLog     the process-wide log budget for what any peer can cause (connection-log.js)
 
@@ -14,11 +14,11 @@ const { ConnectionLog } = require('./connection-log');
 
 class SessionHost {
   constructor({
-    config, log, resolver = null, profile, serialize,
+    config, log, backend = null, profile, serialize,
   }) {
     this.config = config;
     this.log = log;
-    this.resolver = resolver;
+    this.backend = backend;
     this.profile = profile;
     this.serialize = serialize;
     this.connectionLog = new ConnectionLog(log);

@@ -6,7 +6,8 @@
 // encryption where des.require allows it); the server must have a session slot. negotiateOpen()
 // returns what was agreed, or the refusal with its status and whether it closes the connection;
 // it logs each refusal. openSession() is the session's answer to OPEN_REQ: the refusal, or the
-// agreement applied to the session (its side, version, idle timeout and encryption) and OPEN_CONF.
+// agreement (its side, version, idle timeout and encryption), which the session applies to itself
+// (Session.opened) before OPEN_CONF.
 
 const {
   STATUS, des, IDLE_TIMEOUT_RANGE,
@@ -31,27 +32,20 @@ function openSession(session, msg) {
     if (close !== null) session.end(close);
     return;
   }
-  session.clearOpenTimer();
-  // Each OPEN sets encryption afresh: an encrypted session closed and reopened plain is plain.
-  setSessionKey(session, agreed.sessionKey);
-  session.openedAt = new Date();
-  ({ connectInfo: session.connectInfo, version: session.version, idleTimeoutMs: session.idleTimeoutMs } = agreed);
-  session.setState(S.OPEN);
-  session.link.setIdleTimeout(session.idleTimeoutMs);
-  session.send(session.serialize.openConf(msg.invokeId));
-  session.log.sessionOpened();
+  session.opened(agreed, encryptionFor(agreed.sessionKey), msg.invokeId);
   session.log.info('session opened', {
     ...meta, connectInfo: session.connectInfo, version: session.version, idleTimeoutMs: session.idleTimeoutMs, encrypted: session.encrypted,
   });
 }
 
-/** docs/protocol.md, encryption: with a session key every tag of QUERY_REQ, QUERY_RESP and FAILURE_CONF is DES-encrypted. */
-function setSessionKey(session, sessionKey) {
-  session.encrypted = sessionKey !== null;
-  session.keyCheck = sessionKey === null ? null : new KeyCheck();
-  const cipher = sessionKey === null ? undefined : des.createSessionCipher(sessionKey, session.keyCheck.hooks());
-  session.reply.setCipher(cipher);
-  session.link.setCipher(cipher);
+/**
+ * docs/protocol.md, encryption: with a session key every tag of QUERY_REQ, QUERY_RESP and
+ * FAILURE_CONF is DES-encrypted. {keyCheck, cipher}: both null for a plain session.
+ */
+function encryptionFor(sessionKey) {
+  if (sessionKey === null) return { keyCheck: null, cipher: undefined };
+  const keyCheck = new KeyCheck();
+  return { keyCheck, cipher: des.createSessionCipher(sessionKey, keyCheck.hooks()) };
 }
 
 /**
@@ -114,4 +108,12 @@ function idleTimeoutFor(requested, { limits, log, throttle, meta }) {
   return limits.defaultIdleTimeoutMs;
 }
 
-module.exports = { openSession, negotiateOpen };
+/** No OPEN_REQ within limits.openTimeoutMs (the session's open timer, a module-level handler: no closure per connection). */
+function onOpenTimeout(session) {
+  session.clearOpenTimer();
+  if (!session.reading || session.state !== S.CONNECTED) return;
+  session.log.warn(`no OPEN_REQ within ${session.limits.openTimeoutMs} ms; closing the connection`, { session: session.id, peer: session.peer });
+  session.destroy('open timeout');
+}
+
+module.exports = { openSession, onOpenTimeout };

@@ -23,21 +23,22 @@ const { MessageReader, DIRECTION, MESSAGE_TYPES: T } = require('../../lib/protoc
 const { FrameTrace } = require('./frame-trace');
 const { Outbox } = require('./outbox');
 
-// Module-level socket handlers: no closures per connection on the hot path.
+// Module-level socket handlers, no closures per connection on the hot path; a socket's link under a symbol (as ws's kWebSocket).
+const kLink = Symbol('ged145.routerLink');
 function socketOnData(chunk) {
-  this.link.onData(chunk);
+  this[kLink].onData(chunk);
 }
 function socketOnDataAfterClose(chunk) {
-  this.link.reader.push(chunk);
+  this[kLink].reader.push(chunk);
 }
 function socketOnEnd() {
-  this.link.onEnd();
+  this[kLink].onEnd();
 }
 function socketOnClose() {
-  this.link.onClose();
+  this[kLink].onClose();
 }
 function socketOnError(err) {
-  this.link.onSocketError(err);
+  this[kLink].onSocketError(err);
 }
 
 /** Frames handled before the link lets the event loop turn (see the top of this file). */
@@ -97,7 +98,7 @@ class RouterLink {
     });
     this.outbox = new Outbox(socket, { maxBytes: limits.maxOutboundBytes, onOverflow: (n) => this.overflow(n), trace: this.trace });
 
-    socket.link = this;
+    socket[kLink] = this;
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 30_000);
     socket.on('data', socketOnData);

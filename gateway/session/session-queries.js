@@ -13,7 +13,7 @@
 
 const { performance } = require('node:perf_hooks');
 const { MESSAGE_TYPES: T } = require('../../lib/protocol');
-const { LABEL, FAILURE_STATUS, isAnswered } = require('../backend/outcome');
+const { LABEL, FAILURE_STATUS, isFailed } = require('../backend/outcome');
 const { InFlight } = require('./inflight');
 const { describeQuery } = require('./redact');
 const { channels, labelsOf, publishQueryStart, publishQuerySettle } = require('./diagnostics');
@@ -22,7 +22,6 @@ const { channels, labelsOf, publishQueryStart, publishQuerySettle } = require('.
 const EXPIRED_WRITE = 64;
 const FAILED_LOGGED = 10;
 const FAILED_WINDOW_MS = 10_000;
-const failed = (label) => !isAnswered(label) && label !== LABEL.APP_ERROR;
 
 class SessionQueries {
   /** session: the owner (its link, gateway, log and afterSettle); reply: its Replies (reply.js). */
@@ -45,7 +44,7 @@ class SessionQueries {
    */
   dispatch(q, receivedAt, now) {
     const s = this.session;
-    const { resolver, config } = s.gateway;
+    const { backend, config } = s.gateway;
     const p = this.inflight.add(q, config.deadlineMs, receivedAt);
     if (channels.queryStart.hasSubscribers) publishQueryStart(s, q, p.start);
     // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
@@ -53,7 +52,7 @@ class SessionQueries {
     const late = now !== undefined && p.deadlineAt <= now;
     if (s.debug && !late) s.log.debug('query', { ...labelsOf(q), ...describeQuery(q, s.id, s.redact) });
     // group: the backend shares its connections out between sessions by it (engines/undici.js, Origin).
-    p.handle = resolver.dispatch(q, p.deadlineAt, s.id, p, !late);
+    p.handle = backend.dispatch(q, p.deadlineAt, s.id, p, !late);
     if (late) this.expire(p);
   }
 
@@ -89,7 +88,7 @@ class SessionQueries {
     s.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
     this.outcomes[outcome] = (this.outcomes[outcome] || 0) + 1;
     if (channels.querySettle.hasSubscribers) publishQuerySettle(s, q, p, outcome, reply);
-    if (failed(outcome)) this.logFailed(q, outcome);
+    if (isFailed(outcome)) this.logFailed(q, outcome);
     if (p !== null) s.afterSettle();
   }
 

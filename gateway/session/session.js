@@ -36,9 +36,9 @@ const { RouterLink } = require('./router-link');
 const { LABEL } = require('../backend/outcome');
 const { SessionQueries } = require('./session-queries');
 const { Backlog } = require('./backlog');
-const { openSession } = require('./open');
+const { openSession, onOpenTimeout } = require('./open');
 const { Replies } = require('./reply');
-const { LogThrottle } = require('../../lib/log-throttle');
+const { LogThrottle } = require('../log-throttle');
 const { reportVerdict } = require('./key-check');
 const { SESSION_STATE: S, CLOSE_STEP: STEP } = require('./states');
 const { channels } = require('./diagnostics');
@@ -54,7 +54,7 @@ class Session {
     this.gateway = gateway;
     const { config } = gateway;
     // Per connection, as when it was accepted (a reload applies them to new connections); the
-    // deadline, the resolver, duplicates and the versions are read per message, so a reload reaches them at once.
+    // deadline, the backend, duplicates and the versions are read per message, so a reload reaches them at once.
     this.limits = config.limits;
     this.log = log;
     this.debug = this.log.isLevelEnabled('debug');
@@ -118,14 +118,27 @@ class Session {
     return this.connectInfo === undefined ? null : this.connectInfo;
   }
 
-  setState(to) {
-    const from = this.state;
+  /** The one setter of the state and the close's step (the drawing above): each change is published. */
+  setState(to, step = this.step) {
+    const [from, fromStep] = [this.state, this.step];
     this.state = to;
-    if (channels.sessionState.hasSubscribers) {
-      channels.sessionState.publish({
-        gateway: this.gateway, session: this, from, to,
-      });
-    }
+    this.step = step;
+    if (channels.sessionState.hasSubscribers) channels.sessionState.publish({ gateway: this.gateway, session: this, from, to, fromStep, step });
+  }
+
+  /** OPEN_REQ agreed (open.js): encryption set afresh (closed and reopened plain is plain), the side, version and idle timeout. */
+  opened(agreed, { keyCheck, cipher }, invokeId) {
+    this.clearOpenTimer();
+    this.encrypted = keyCheck !== null;
+    this.keyCheck = keyCheck;
+    this.reply.setCipher(cipher);
+    this.link.setCipher(cipher);
+    this.openedAt = new Date();
+    ({ connectInfo: this.connectInfo, version: this.version, idleTimeoutMs: this.idleTimeoutMs } = agreed);
+    this.setState(S.OPEN);
+    this.link.setIdleTimeout(this.idleTimeoutMs);
+    this.send(this.serialize.openConf(invokeId));
+    this.log.sessionOpened();
   }
 
   /** Requests in the backlog, not dispatched yet. */
@@ -314,7 +327,7 @@ class Session {
    */
   drain(reason, last) {
     if (this.state === S.CLOSED || this.step !== STEP.LIVE) return;
-    this.step = STEP.DRAINING;
+    this.setState(this.state, STEP.DRAINING);
     this.drainReason = reason;
     this.last = last;
     if (this.inflight.size === 0 && this.waiting === 0) this.link.awaitInputDrained();
@@ -333,7 +346,7 @@ class Session {
    */
   end(reason, last) {
     if (!this.reading) return;
-    this.step = STEP.ENDING;
+    this.setState(this.state, STEP.ENDING);
     this.last = last;
     this.noteCloseReason(reason);
     this.clearOpenTimer();
@@ -345,7 +358,7 @@ class Session {
   /** Every request read is answered: `last`, our FIN, and the link lingers for the router's. */
   finish() {
     if (this.state === S.CLOSED || this.step !== STEP.ENDING) return;
-    this.step = STEP.FINISHING;
+    this.setState(this.state, STEP.FINISHING);
     this.link.finish(this.last, this.peerEnded);
   }
 
@@ -378,13 +391,6 @@ class Session {
   toJSON() {
     return sessionJson(this);
   }
-}
-
-function onOpenTimeout(session) {
-  session.openTimer = null;
-  if (!session.reading || session.state !== S.CONNECTED) return;
-  session.log.warn(`no OPEN_REQ within ${session.limits.openTimeoutMs} ms; closing the connection`, { session: session.id, peer: session.peer });
-  session.destroy('open timeout');
 }
 
 module.exports = { Session };

@@ -62,4 +62,4 @@ function closeSummary(s, reason, lost) {
   };
 }
 
-module.exports = { sessionJson, sessionTally, closeSummary };
+module.exports = { sessionJson, closeSummary };

@@ -5,16 +5,8 @@
 
 /** Any character a tag's text may not hold: NUL and everything past 0x7f. */
 const NOT_WIRE_TEXT = /[^\x01-\x7f]/;
-const NOT_WIRE_TEXT_ALL = /[^\x01-\x7f]/g;
 /** Any character a tag may not hold when answers are Latin-1 (answers.charset): NUL and everything past 0xff. */
 const NOT_LATIN1_TEXT = /[^\x01-\xff]/;
-
-/**
- * s with every character a tag cannot carry replaced by '?'.
- * @param {string} s
- * @returns {string}
- */
-const toWireText = (s) => s.replace(NOT_WIRE_TEXT_ALL, '?');
 
 /**
  * Text for a log field, a metric label or an ERROR tag: printable ASCII only, at most max characters.
@@ -27,6 +19,4 @@ function printable(text, max = Infinity) {
   return s.length > max ? s.slice(0, max) : s;
 }
 
-module.exports = {
-  NOT_WIRE_TEXT, NOT_LATIN1_TEXT, toWireText, printable,
-};
+module.exports = { NOT_WIRE_TEXT, NOT_LATIN1_TEXT, printable };

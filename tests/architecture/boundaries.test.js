@@ -77,4 +77,13 @@ describe('dependencies through their public entry points', () => {
     const { PARTS } = require('../../gateway/backend/engines/undici-parts');
     assert.deepEqual(Object.values(PARTS).map((p) => p.split('/')[0]), ['undici', 'undici']);
   });
+
+  it('rest-sim, a plain REST server, loads nothing of the codec; gateway-only modules live in gateway/', () => {
+    const { execFileSync } = require('node:child_process');
+    const loaded = execFileSync(process.execPath, ['-e', `require('./rest-sim/cli'); require('./rest-sim/server');
+      process.stdout.write(JSON.stringify(Object.keys(require.cache)))`], { cwd: ROOT, encoding: 'utf8' });
+    assert.deepEqual(JSON.parse(loaded).filter((f) => f.includes(`${path.sep}lib${path.sep}protocol${path.sep}`)), []);
+    const fs = require('node:fs');
+    for (const m of ['route-kinds', 'objects', 'log-throttle']) assert.ok(!fs.existsSync(path.join(ROOT, 'lib', `${m}.js`)), `lib/${m}.js`);
+  });
 });

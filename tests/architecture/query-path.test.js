@@ -4,7 +4,7 @@
 // the handle the backend gives back (backend/handle.js); the backend calls the handle's handler
 // with one outcome; the session turns it into a reply (session/reply.js, answer/). No module
 // writes the other side's objects: read from the source, since a write is what makes two modules
-// one. The session never touches a request's abort signal, stale answer or settings (the handle's),
+// one. The session never touches a request's abort signal or substitutes (the handle's),
 // and the backend side never writes the session's pending query (it only calls onOutcome on it).
 
 const assert = require('node:assert/strict');
@@ -28,11 +28,11 @@ const matching = (dir, re) => lines(dir).filter(({ text }) => re.test(text)).map
 
 describe('a query\'s path reads in one direction', () => {
   it('session/ writes no field of a backend handle and never touches a request\'s signal', () => {
-    assert.deepEqual(matching('gateway/session', /\.handle\.\w+\s*=[^=]|\.signal\b|\.stale\b|\.settings\b|abortReason|availability/), []);
+    assert.deepEqual(matching('gateway/session', /\.handle\.\w+\s*=[^=]|\.signal\b|\.stale\b|\.substitutes\b|abortReason|availability/), []);
   });
 
   it('session/ asks the backend through dispatch() and the handle only', () => {
-    const calls = matching('gateway/session', /\bresolver\.\w+/).map((l) => l.match(/resolver\.(\w+)/)[1]);
+    const calls = matching('gateway/session', /\bbackend\.\w+/).map((l) => l.match(/backend\.(\w+)/)[1]);
     assert.deepEqual([...new Set(calls)], ['dispatch']);
     const onHandle = matching('gateway/session', /\.handle\.\w+\(/).map((l) => l.match(/\.handle\.(\w+)\(/)[1]);
     assert.deepEqual([...new Set(onHandle)].sort(), ['abort', 'atDeadline']);

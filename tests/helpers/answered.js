@@ -12,7 +12,7 @@ const assert = require('node:assert/strict');
 /** Asserts the above of summary s for n queries; returns how many were answered ok. */
 function assertAnsweredOnce(s, n) {
   const what = JSON.stringify({
-    sent: s.sent, answered: s.answered, ok: s.ok, failures: s.failures, lost: s.lost, timeout: s.timeout, violations: s.violations,
+    sent: s.sent, answered: s.answered, ok: s.ok, failures: s.failures, lost: s.lost, timeout: s.timeout, violations: s.violations, closes: s.closes,
   });
   assert.equal(s.sent, n, what);
   assert.equal(s.answered, n, what);

@@ -6,7 +6,8 @@
 
 const fs = require('node:fs');
 const { UsageError } = require('../../lib/errors');
-const { numberFlag, desKeyFlag } = require('../../lib/cli-flags');
+const { numberFlag } = require('../../lib/cli-flags');
+const { desKeyFlag } = require('../../lib/des-key-flag');
 const { runSuite, selectCases } = require('./run');
 const {
   writeReport, toJson, failureLines, summaryLine,

@@ -8,7 +8,8 @@ const fs = require('node:fs');
 const { DIRECTION, DEFAULT_MAX_MESSAGE_LENGTH, DEFAULT_PROFILE } = require('../../lib/protocol');
 const { messageLine } = require('../../lib/message-line');
 const { UsageError, OperatorError } = require('../../lib/errors');
-const { numberFlag, desKeyFlag } = require('../../lib/cli-flags');
+const { numberFlag } = require('../../lib/cli-flags');
+const { desKeyFlag } = require('../../lib/des-key-flag');
 const {
   captureKind, segments, BufferSource, FileSource, CaptureError,
 } = require('./capture');

@@ -8,7 +8,8 @@
 const fs = require('node:fs');
 const { DEFAULT_MAX_MESSAGE_LENGTH, STATUS_NAMES } = require('../../lib/protocol');
 const { UsageError, OperatorError, CaptureError } = require('../../lib/errors');
-const { numberFlag, desKeyFlag } = require('../../lib/cli-flags');
+const { numberFlag } = require('../../lib/cli-flags');
+const { desKeyFlag } = require('../../lib/des-key-flag');
 const { messageLine } = require('../../lib/message-line');
 const { hideCallerData } = require('../../lib/redact');
 const { describeQuery } = require('../../gateway/session/redact');

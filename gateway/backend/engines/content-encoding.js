@@ -117,6 +117,4 @@ function textOf(buffer) {
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
-module.exports = {
-  ACCEPT_ENCODING, DECODABLE, codingOf, undecodable, Decoding, textOf,
-};
+module.exports = { ACCEPT_ENCODING, DECODABLE, codingOf, Decoding, textOf };

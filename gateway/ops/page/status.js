@@ -1,6 +1,6 @@
 'use strict';
 
-/* global SESSION_STATE */ // the core's session states (session/states.js), put in place by status-page.js
+/* global SESSION_STATE, FAILED_LABELS, APP_ERROR */ // the core's session states and failed outcome labels, put in place by status-page.js
 
 // The status page's script: asks /status once a second and redraws every part in place. Text
 // that comes from routers or the backend (connectInfo, subtypes, errors) only ever becomes
@@ -14,8 +14,8 @@
   };
   // app_error is the backend's own "no" (an unknown caller, a 404 the routing script expects): an
   // answer it chose, shown apart in its own colour and column, never counted as a failure.
-  const FAILED = new Set(['host_error', 'deadline', 'lost_router_gone', 'invalid_key']);
-  const CHOSEN = new Set(['app_error']);
+  const FAILED = new Set(FAILED_LABELS);
+  const CHOSEN = new Set([APP_ERROR]);
   const outcomeClass = (n) => (FAILED.has(n) ? 'bad' : CHOSEN.has(n) ? 'chosen' : 'ok');
   const WINDOW_S = 300;
   const $ = (id) => document.getElementById(id);
@@ -240,7 +240,7 @@
     replace($('connection-warnings'), lines(st.connectionWarnings || []));
   }
 
-  const SUMS = ['requests', 'answered', 'errors', 'lates', 'delaySumMs', 'refusals'];
+  const SUMS = ['requests', 'answered', 'errors', 'lates', 'delaySumMs', 'refusals', 'canary', 'canaryErrors'];
   /** The router's half-hour view (docs/reports.md): one line per half hour and side, newest first, its subtypes added. */
   function renderHalfHours(view) {
     const lines = [];
@@ -260,11 +260,11 @@
         const replies = m.answered + m.errors;
         lines.push(row([p.local, side || '-', num(fmt(m.requests)), num(fmt(m.answered)), num(fmt(m.errors), m.errors > 0 ? 'bad' : ''),
           num(replies === 0 ? '-' : `${fmt(m.delaySumMs / replies)} / ${fmt(m.maxDelayMs)}`), num(fmt(m.lates), m.lates > 0 ? 'warn' : ''),
-          num(fmt(m.refusals), m.refusals > 0 ? 'warn' : '')]));
+          num(fmt(m.refusals), m.refusals > 0 ? 'warn' : ''), num(`${fmt(m.canary)} / ${fmt(m.canaryErrors)}`, m.canaryErrors > 0 ? 'bad' : '')]));
       }
     }
     replace($('half-hours'), row(['half hour (local)', 'side', 'requests', 'answered', 'errors', 'avg / max delay ms', `late (> ${view.lateTimeoutMs} ms)`,
-      'refused'], true), lines.length > 0 ? lines : row([{ text: 'nothing yet', class: 'mute' }]));
+      'refused', 'canary / errors'], true), lines.length > 0 ? lines : row([{ text: 'nothing yet', class: 'mute' }]));
   }
 
   /** Objectives per route: budget left, burn rates over the alert windows, the alert that would fire. */
@@ -282,6 +282,22 @@
       ])));
   }
 
+  /** Shadow counts of the newest half hour, the canaries' states, the last differences field by field. */
+  function renderShadow(view, canaries) {
+    const p = view.periods[view.periods.length - 1];
+    const rows = p === undefined ? [] : p.rows;
+    replace($('shadow'), row(['subtype', 'candidate', 'same', 'different', 'candidate failed', 'live failed', 'dropped', 'canary answers'], true),
+      rows.length === 0 ? row([{ text: 'no shadow traffic or canary answers yet (routes.<subtype>.shadow, .canary)', class: 'mute' }]) : rows.map((r) => row([
+        r.subtype, r.candidate, num(fmt(r.same)), num(fmt(r.different), r.different > 0 ? 'warn' : ''),
+        num(fmt(r.candidate_failed), r.candidate_failed > 0 ? 'bad' : ''), num(fmt(r.live_failed)), num(fmt(r.dropped), r.dropped > 0 ? 'warn' : ''),
+        num(fmt(r.canary))])));
+    replace($('canaries'), Object.entries(canaries || {}).map(([subtype, c]) => h('div', { class: c.state === 'armed' ? 'ok' : 'bad' },
+      `canary of ${subtype} -> ${c.candidate}: ${c.state === 'armed' ? 'armed' : `rolled back at ${time(c.rolledBackAt)}: ${c.reason}`}`)));
+    replace($('shadow-last'), row(['when', 'subtype', 'candidate', 'field', 'live', 'candidate\'s'], true),
+      view.last.flatMap((d) => d.differences.map((f) => row([time(d.at), d.subtype, d.candidate, f.field,
+        f.live === null ? { text: '(none)', class: 'mute' } : f.live, f.candidate === null ? { text: '(none)', class: 'mute' } : f.candidate]))));
+  }
+
   let failures = 0;
   async function poll() {
     try {
@@ -291,6 +307,7 @@
       render(st);
       if (st.halfHours) renderHalfHours(st.halfHours);
       if (st.objectives) renderObjectives(st.objectives);
+      if (st.shadow) renderShadow(st.shadow, st.backend && st.backend.canaries);
       failures = 0;
       $('updated').className = '';
       $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;

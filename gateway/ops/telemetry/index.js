@@ -112,4 +112,4 @@ function startTracing(config, { log, env = process.env }) {
   return tracing;
 }
 
-module.exports = { startTracing, Tracing };
+module.exports = { startTracing };

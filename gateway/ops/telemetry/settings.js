@@ -131,6 +131,4 @@ function resolveTraces(traces, env = process.env) {
   return { traces: out, problems };
 }
 
-module.exports = {
-  resolveTraces, parseList, tracesUrlOf, SAMPLERS, PROTOCOLS,
-};
+module.exports = { resolveTraces };

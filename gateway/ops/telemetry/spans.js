@@ -28,13 +28,9 @@ const {
   trace, ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags,
 } = require('@opentelemetry/api');
 const { urlFull, urlTemplate, isCallerData } = require('./span-url');
-const { LABEL, isAnswered } = require('../../backend/outcome');
-
-/** Outcomes that are the gateway's or the backend's failure: the span's status is an error. An app_error is the API's answer ("no such caller"). */
-const FAILED_OUTCOMES = new Set(['host_error', 'deadline', 'lost_router_gone']);
-/** The router got no usable answer (every label but the answered ones and app_error): error.type is the label. */
-const failed = (outcome) => !isAnswered(outcome) && outcome !== LABEL.APP_ERROR;
-const CALLER_FIELDS = ['clid', 'dn', 'ced', 'cdpd'];
+const { isFailed } = require('../../backend/outcome');
+const { CALLER_FIELDS } = require('../../../lib/query-fields');
+const { text } = require('../../../lib/protocol');
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH']);
 const RPC_SYSTEM = 'ged145';
 const MAX_NAME = 64;
@@ -44,7 +40,7 @@ const present = (v) => v !== undefined && v !== null;
 const CLIENT = Object.freeze({ kind: SpanKind.CLIENT });
 
 /** Subtypes are the router's text: printable, short, so that a span name stays one line. */
-const printable = (text) => String(text).replace(/[^\x20-\x7e]/g, '?').slice(0, MAX_NAME);
+const printable = (subtype) => text.printable(subtype, MAX_NAME);
 
 /** W3C Trace Context's traceparent (version 00) of a span of ours: always valid, no tracestate. */
 const traceparentOf = (ctx) => `00-${ctx.traceId}-${ctx.spanId}-${(ctx.traceFlags & TraceFlags.SAMPLED) !== 0 ? '01' : '00'}`;
@@ -154,7 +150,7 @@ class QuerySpans {
    * is synchronous and sends its first token request) everything is its.
    */
   owns(owner) {
-    return this.gateway === null || owner === this.gateway || (present(owner) && (owner.gateway === this.gateway || owner === this.gateway.resolver));
+    return this.gateway === null || owner === this.gateway || (present(owner) && (owner.gateway === this.gateway || owner === this.gateway.backend));
   }
 
   /** The span of the query a backend request is for: the query as query:start gave it, or the core's query whose view that was. */
@@ -194,8 +190,11 @@ class QuerySpans {
       span.setAttribute('ged145.query.outcome', outcome);
       if (present(status)) span.setAttribute('ged145.query.status', status);
       if (late) span.setAttribute('ged145.query.late', true);
-      if (failed(outcome)) span.setAttribute('error.type', outcome);
-      if (FAILED_OUTCOMES.has(outcome)) span.setStatus({ code: SpanStatusCode.ERROR, message: status || outcome });
+      // The router got no usable answer (outcome.js's failed labels; app_error is the API's answer): an error, typed by its label.
+      if (isFailed(outcome)) {
+        span.setAttribute('error.type', outcome);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: status || outcome });
+      }
     }
     span.end();
   }
@@ -276,4 +275,4 @@ class QuerySpans {
   }
 }
 
-module.exports = { QuerySpans, FAILED_OUTCOMES, peerOf };
+module.exports = { QuerySpans };

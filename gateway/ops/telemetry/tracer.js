@@ -61,4 +61,4 @@ function createTracer(traces, { onDrop }) {
   return { tracer: provider.getTracer('ged145', version), provider, processor };
 }
 
-module.exports = { createTracer, samplerOf, INSTANCE_ID };
+module.exports = { createTracer };

@@ -79,7 +79,7 @@ describe('backend HTTP behaviour', function () {
         assert.ok(backend.stats.reset >= 10, `the server broke reused connections (${backend.stats.reset})`);
         const metrics = await stack.gw.metrics();
         assert.match(metrics, new RegExp(`ged145_backend_reconnects_total ${backend.stats.reset}\\b`));
-        const health = stack.gateway.resolver.toJSON();
+        const health = stack.gateway.backend.toJSON();
         assert.equal(health.consecutiveFailures, 0);
         assert.equal(health.origins[backend.url].failures, 0);
       });
@@ -120,7 +120,7 @@ describe('backend HTTP behaviour', function () {
         assert.equal(failed.length, backend.stats.reset, 'each broken request failed, none was sent again');
         assert.ok(failed.length >= 4);
         assert.ok(failed.every((r) => r.status === STATUS.E_AG_HOST_ERROR1));
-        assert.equal(stack.gateway.resolver.toJSON().origins[backend.url].byReason.reset, failed.length);
+        assert.equal(stack.gateway.backend.toJSON().origins[backend.url].byReason.reset, failed.length);
         assert.doesNotMatch(await stack.gw.metrics(), /ged145_backend_reconnects_total [1-9]/);
       });
     } finally {
@@ -148,7 +148,7 @@ describe('backend HTTP behaviour', function () {
         assert.equal(plain[404].status, STATUS.E_AG_HOST_ERROR2);
         assert.equal(plain[409].status, STATUS.E_AG_HOST_ERROR2);
         assert.equal(plain[500].status, STATUS.E_AG_HOST_ERROR1);
-        const origin = stack.gateway.resolver.toJSON().origins[backend.url];
+        const origin = stack.gateway.backend.toJSON().origins[backend.url];
         assert.equal(origin.byReason.unauthorized, 2);
         assert.equal(origin.byReason.http_500, 1);
         assert.equal(stack.log.lines.filter((l) => /refused the gateway's credentials \(HTTP 401\); check backend\.auth/.test(l.message)).length, 1);
@@ -226,7 +226,7 @@ describe('backend HTTP behaviour', function () {
         const closed = thrown['throw-503'];
         assert.deepEqual([closed.status, closed.error], [STATUS.E_AG_HOST_ERROR2, 'closed today'], 'mapped by the route');
         assert.equal(thrown['throw-429'].status, STATUS.E_AG_HOST_ERROR1);
-        const h = stack.gateway.resolver.toJSON();
+        const h = stack.gateway.backend.toJSON();
         const soapLane = h.origins[backend.url].routes.find((l) => l.route === 'soap');
         assert.deepEqual([soapLane.state, soapLane.consecutiveFailures], ['reachable', 0]);
         assert.equal(h.origins[backend.url].byReason.http_500, 1, 'only the contract\'s proxy page');

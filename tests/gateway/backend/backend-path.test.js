@@ -117,7 +117,7 @@ for (const engine of ENGINE_NAMES) {
       assert.match(r.error, /within 40 ms/);
       assert.ok(took < 140, `answered after ${took} ms`);
       // A route's timeout is the backend's failure, for its health and its origin's breaker alike.
-      assert.equal(stack.gateway.resolver.backend.health.toJSON().lastError, 'timeout');
+      assert.equal(stack.gateway.backend.health.toJSON().lastError, 'timeout');
     });
 
     it('a handler answer that throws when read costs that query only (E_AG_HOST_ERROR1), logged', async () => {

@@ -1,12 +1,16 @@
 'use strict';
 
-// The backend side's parts alone: the availability policy (cache, backend, stale, fallback) with
-// a backend the test scripts, backend health on a fake clock, and the allowlist.
+// The backend side's parts alone: the top of the chain (layers/substitute.js over layers/cache.js)
+// over a layer the test scripts, with the query's real handle and substitutes; backend health on a
+// fake clock, and the allowlist.
 
 const assert = require('node:assert/strict');
 const sinon = require('sinon');
 const { loadConfig } = require('../../../gateway/config');
-const { QueryResolver } = require('../../../gateway/backend');
+const { Backend, QueryHandle } = require('../../../gateway/backend');
+const { Substitute } = require('../../../gateway/backend/layers/substitute');
+const { Cache } = require('../../../gateway/backend/layers/cache');
+const { Substitutes } = require('../../../gateway/backend/substitutes');
 const { ok, appError, hostError, REASON } = require('../../../gateway/backend/outcome');
 const { BackendHealth } = require('../../../gateway/backend/health');
 const { compileAllowlist } = require('../../../gateway/config/allowlist');
@@ -14,13 +18,31 @@ const { compileAllowlist } = require('../../../gateway/config/allowlist');
 const ANSWER = { vars: { 1: 'gold' } };
 const FALLBACK = { vars: { 1: 'default' } };
 
+/**
+ * Substitute over Cache over a scripted layer (below.script(query) -> outcome), with the answer
+ * cache a Backend of these settings has; dispatch() as Backend.dispatch does for a query without
+ * a route of its own.
+ */
 function resolverWith(overrides, script) {
   const config = loadConfig({ env: {}, overrides: { 'backend.url': 'http://127.0.0.1:9', ...overrides } });
-  const resolver = new QueryResolver(config);
+  const backend = new Backend(config);
   const calls = [];
-  resolver.backend.call = async (q) => {
-    calls.push(q.invokeId);
-    return script(q);
+  const below = {
+    script,
+    dispatch(ctx) {
+      calls.push(ctx.query.invokeId);
+      return Promise.resolve(this.script(ctx.query));
+    },
+  };
+  const chain = new Substitute(new Cache(below, { cache: backend.cache, owner: null }));
+  const resolver = {
+    below,
+    dispatch(q, deadlineAt, group, handler, send = true) {
+      const handle = new QueryHandle(chain, q, deadlineAt, group, handler, new Substitutes(config.availability, q, null));
+      if (send) handle.start();
+      return handle;
+    },
+    close: () => backend.close(),
   };
   return { resolver, calls };
 }
@@ -30,7 +52,7 @@ const resolve = (resolver, q) => new Promise((onOutcome) => { resolver.dispatch(
 /** A query whose deadline passed while it waited: its handle, the backend never asked. */
 const unsent = (resolver, q) => resolver.dispatch(q, Infinity, 1, { onOutcome() {} }, false);
 
-describe('QueryResolver (unit, scripted backend)', () => {
+describe('Substitute and Cache layers (unit, scripted layer below)', () => {
   let clock;
   beforeEach(() => { clock = sinon.useFakeTimers({ now: 1_000_000, toFake: ['Date', 'performance'] }); });
   afterEach(async () => { clock.restore(); });
@@ -78,7 +100,7 @@ describe('QueryResolver (unit, scripted backend)', () => {
     const { resolver } = resolverWith({ cache: { ttlMs: 1000 } }, () => ok(ANSWER));
     await resolve(resolver, query(1));
     clock.tick(2000);
-    resolver.backend.call = () => new Promise(() => {}); // never answers
+    resolver.below.script = () => new Promise(() => {}); // never answers
     const p = resolver.dispatch(query(2), Infinity, 1, { onOutcome() {} });
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(p.atDeadline(), ok(ANSWER, 'stale'));
@@ -113,7 +135,7 @@ describe('BackendHealth (unit, fake clock)', () => {
   const pick = (j) => [j.state, j.lastState, j.lastQueryAt, j.evidenceAgeS];
 
   it('five failures in a row make it failing, the first answer reachable again; a failure between answers does not', () => {
-    const { h, lines, up } = health({ instead: 'the fallback answer' });
+    const { h, lines, up } = health({ routerGets: 'the fallback answer' });
     for (let i = 0; i < 4; i++) h.failure('reset');
     h.success();
     for (let i = 0; i < 4; i++) h.failure('reset');

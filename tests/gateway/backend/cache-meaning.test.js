@@ -117,7 +117,7 @@ describe('the answer cache keeps its meaning', function () {
     const out = [];
     for (const [routes, cache] of deployments) out.push(await stackWith(settings(api, routes, { cache: { ...CACHE, store: redis.url, ...cache } })));
     const until = Date.now() + 5000;
-    while (out.some((s) => s.stack.gateway.resolver.toJSON().cache.store !== 'connected') && Date.now() < until) await wait(20);
+    while (out.some((s) => s.stack.gateway.backend.toJSON().cache.store !== 'connected') && Date.now() < until) await wait(20);
     return out;
   }
 

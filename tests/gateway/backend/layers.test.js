@@ -1,13 +1,15 @@
 'use strict';
 
-// The backend's layers (gateway/backend/layers.js), each built alone with a `next` of the test's,
+// The backend's layers (gateway/backend/layers/), each built alone with a `next` of the test's,
 // the pure classify (classify.js), the per-origin figures and the credentials book: what each
 // layer does with a request and an answer, without a socket.
 
 const assert = require('node:assert/strict');
-const {
-  Auth, Answer, Breaker, Failover, Warnings, compose,
-} = require('../../../gateway/backend/layers');
+const { Auth } = require('../../../gateway/backend/layers/auth');
+const { Answer } = require('../../../gateway/backend/layers/answer');
+const { Breaker } = require('../../../gateway/backend/layers/breaker');
+const { Failover } = require('../../../gateway/backend/layers/failover');
+const { Warnings } = require('../../../gateway/backend/warnings');
 const { classify, verdictFor } = require('../../../gateway/backend/classify');
 const { OriginFigures } = require('../../../gateway/backend/origin-figures');
 const { CredentialsBook } = require('../../../gateway/backend/auth');
@@ -25,8 +27,9 @@ function scripted(...replies) {
   return {
     seen,
     dispatch(request) {
-      seen.push({ origin: request.origin, path: request.path, headers: { ...request.headers }, attempt: request.attempt });
-      request.observer = null;
+      seen.push({
+        origin: request.origin, path: request.path, headers: { ...request.headers }, attempt: request.attempt, retry: request.retry,
+      });
       const reply = replies.length > 1 ? replies.shift() : replies[0];
       return Promise.resolve(typeof reply === 'function' ? reply(request) : reply);
     },
@@ -35,7 +38,7 @@ function scripted(...replies) {
 
 const request = (fields = {}) => ({
   origin: 'http://a.test', path: '/x', headers: {}, signal: new AbortController().signal, query: { subtype: 's', invokeId: 1 },
-  spec: CONTRACT, forHandler: false, credentials: null, deadlineAt: Infinity, attempt: 1, retry: null, observer: null, ...fields,
+  spec: CONTRACT, forHandler: false, credentials: null, deadlineAt: Infinity, attempt: 1, retry: null, ...fields,
 });
 
 describe('backend layers, each alone', () => {
@@ -92,8 +95,9 @@ describe('backend layers, each alone', () => {
       const r = request({ credentials });
       const res = await new Auth(next, { retry: { minRemainingMs: 0 }, figures: new OriginFigures(null) }).dispatch(r);
       assert.equal(res.status, 200);
-      assert.deepEqual(next.seen.map((s) => [s.headers.authorization, s.attempt]), [['Bearer t1', 1], ['Bearer t2', 2]]);
-      assert.deepEqual([credentials.renewed, r.retry], [1, 'auth']);
+      assert.deepEqual(next.seen.map((s) => [s.headers.authorization, s.attempt, s.retry]), [['Bearer t1', 1, null], ['Bearer t2', 2, 'auth']]);
+      assert.equal(credentials.renewed, 1);
+      assert.deepEqual([r.headers, r.attempt, r.retry], [{}, 1, null], 'the request it was given is not changed: it sends new ones');
     });
 
     it('a second 401 is the answer (no third request), and none is retried without the deadline\'s time left', async () => {
@@ -119,7 +123,7 @@ describe('backend layers, each alone', () => {
       const lines = [];
       const figures = new OriginFigures(null);
       const warnings = new Warnings({ warn: (m) => lines.push(m) });
-      const layer = new Answer(scripted(answer(429, '', '1')), { figures, warnings, instead: 'E_AG_HOST_ERROR1' });
+      const layer = new Answer(scripted(answer(429, '', '1')), { figures, warnings, routerGets: 'E_AG_HOST_ERROR1' });
       const outcomes = [await layer.dispatch(request()), await layer.dispatch(request())];
       assert.deepEqual(outcomes.map((o) => [o.reason, o.retryAfterMs]), [['rate_limited', 1000], ['rate_limited', 1000]]);
       assert.deepEqual(figures.of('http://a.test').byReason, { rate_limited: 2 });
@@ -140,12 +144,14 @@ describe('backend layers, each alone', () => {
     it('failover: a request that never reached the first origin goes to the next, attempt 2 with retry failover, paths below each base URL', async () => {
       const b = breakers();
       const next = scripted(unreachable, answer(200, {}));
-      const chain = compose(next, [Breaker, b], [Failover, {
+      const chain = new Failover(new Breaker(next, b), {
         targets, strategy: 'failover', retry: { enabled: true, minRemainingMs: 0 }, breakers: b, log: SILENT_LOG,
-      }]);
-      const outcome = await chain.dispatch(request({ origin: null, path: '/query/s', template: '/query/{subtype}' }));
+      });
+      const r = request({ origin: null, path: '/query/s', template: '/query/{subtype}' });
+      const outcome = await chain.dispatch(r);
       assert.equal(outcome.status, 200);
-      assert.deepEqual(next.seen.map((s) => `${s.origin}${s.path} ${s.attempt}`), ['http://a.test/api/query/s 1', 'http://b.test/query/s 2']);
+      assert.deepEqual(next.seen.map((s) => `${s.origin}${s.path} ${s.attempt} ${s.retry}`), ['http://a.test/api/query/s 1 null', 'http://b.test/query/s 2 failover']);
+      assert.deepEqual([r.origin, r.path], [null, '/query/s'], 'the request it was given is not changed');
     });
 
     it('balance: each query starts at the next base URL in turn', async () => {

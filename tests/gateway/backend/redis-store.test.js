@@ -121,7 +121,7 @@ describe('the shared cache store when Redis freezes', function () {
     });
     const downAfterMs = await storeBecomes(stack, 'unresponsive', 2000);
     // What waits in ioredis for a reply, and in the socket for Redis to read it.
-    const { store } = stack.gateway.resolver.cache;
+    const { store } = stack.gateway.backend.cache;
     let queued = 0;
     let buffered = 0;
     while (performance.now() - frozenAt < 3000) {

@@ -103,8 +103,9 @@ describe('the compiled configuration', function () {
 
   it('always carries the complete availability settings: the schema\'s defaults, nothing left for runtime code to invent', () => {
     const { availability } = loadConfig({ env: {} });
-    assert.deepEqual(Object.keys(availability).sort(), ['breaker', 'cache', 'cacheScope', 'fallback', 'retry']);
+    assert.deepEqual(Object.keys(availability).sort(), ['breaker', 'cache', 'cacheScope', 'fallback', 'hedge', 'retry']);
     assert.equal(availability.fallback, null);
+    assert.equal(availability.hedge, null, 'hedging off unless asked for');
     assert.equal(availability.cache, null);
     assert.equal(availability.cacheScope, null);
     assert.equal(availability.breaker.enabled, true);

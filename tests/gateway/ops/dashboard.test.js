@@ -40,10 +40,11 @@ describe('Grafana dashboard', () => {
 
   it('counts as failed what the status page counts as failed, and app_error apart, in the page\'s colours', () => {
     const fs = require('node:fs');
-    const { LABEL } = require('../../../gateway/backend/outcome');
+    const { LABEL, FAILED_LABELS } = require('../../../gateway/backend/outcome');
     const dashboard = require(path.join(__dirname, '..', '..', '..', 'docs', 'grafana-dashboard.json'));
     const page = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'gateway', 'ops', 'page', 'status.js'), 'utf8');
-    const pageFailed = JSON.parse(page.match(/const FAILED = new Set\((\[[^\]]*\])\)/)[1].replace(/'/g, '"')).sort();
+    assert.match(page, /const FAILED = new Set\(FAILED_LABELS\)/, 'the page reads outcome.js\'s list (status-page.js puts it in)');
+    const pageFailed = [...FAILED_LABELS].sort();
     const pageColours = Object.fromEntries([...page.match(/const COLORS = \{([^}]*)\}/)[1].matchAll(/(\w+): '(#[0-9a-f]{6})'/g)].map((m) => [m[1], m[2]]));
     assert.ok(!pageFailed.includes(LABEL.APP_ERROR));
     const exprs = dashboard.panels.flatMap((p) => (p.targets || []).map((t) => t.expr));

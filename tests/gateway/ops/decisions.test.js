@@ -14,7 +14,8 @@ const { WireClient } = require('../../helpers/wire');
 const { spawnCli } = require('../../helpers/spawn');
 const { tmpDir } = require('../../helpers/tmp');
 const { startStack } = require('../../helpers/stack');
-const { callShare, DecisionLog, MAX_QUEUED } = require('../../../gateway/ops/decisions');
+const { DecisionLog, MAX_QUEUED } = require('../../../gateway/ops/decisions');
+const { callShare } = require('../../../gateway/call-share');
 const { channels } = require('../../../gateway/session/diagnostics');
 const { findCall } = require('../../../tools/why/find');
 
@@ -26,6 +27,7 @@ const EXPECTED = {
   fail: { outcome: 'host_error', reply: 'FAILURE_CONF', status: 'E_AG_HOST_ERROR1', source: null },
   reject: { outcome: 'app_error', reply: 'FAILURE_CONF', status: 'E_AG_HOST_ERROR2', source: 'backend' },
 };
+const DEADLINE = { outcome: 'deadline', reply: 'FAILURE_CONF', status: 'E_AG_HOST_ERROR1', source: null };
 const subtypeOf = (key) => SUBTYPES[key % SUBTYPES.length];
 
 /** Each call asked once on each session, as router sides A and B both would; resolves when all are answered. */
@@ -91,8 +93,9 @@ describe('decision log', function () {
         const expected = callShare(DAY, key) < 0.5 ? 2 : 0;
         assert.equal(records.length, expected, `call ${DAY}/${key}: ${records.length} record(s)`);
         if (expected === 2) sampled++;
-        const want = EXPECTED[subtypeOf(key)];
         for (const r of records) {
+          // A busy machine can make the gateway's own deadline answer of any query: recorded as such.
+          const want = r.outcome === 'deadline' ? DEADLINE : EXPECTED[subtypeOf(key)];
           assert.equal(r.subtype, subtypeOf(key));
           assert.equal(r.outcome, want.outcome);
           assert.equal(r.source, want.source);

@@ -87,6 +87,8 @@ describe('half-hour view (unit)', () => {
         h.query('side-A lab', 'cust', 'ok', false, 3); // a side is the session's ConnectInfo, any text
         h.query('B', 'cust', 'app_error', true, 101);
         h.query(null, 'bal', 'ok', false, 100); // exactly lateTimeoutMs: not late
+        h.query('B', 'cust', 'ok', false, 5, undefined, true); // a canary's candidate answered it
+        h.query('B', 'cust', 'host_error', true, 7, undefined, true); // and failed
         h.refused(null);
         h.refused('A');
         const [p] = h.toJSON().periods;
@@ -95,9 +97,12 @@ describe('half-hour view (unit)', () => {
         const row = (side, subtype) => p.rows.find((r) => r.side === side && r.subtype === subtype);
         assert.deepEqual(row('A', 'cust'), {
           side: 'A', subtype: 'cust', requests: 5, answered: 2, errors: 2, lates: 2, delaySumMs: 521, maxDelayMs: 250.6, refusals: 0,
+          canary: 0, canaryErrors: 0,
         });
+        // The canary's queries are in the router's counts too: the router cannot tell them apart.
         assert.deepEqual(row('B', 'cust'), {
-          side: 'B', subtype: 'cust', requests: 1, answered: 0, errors: 1, lates: 1, delaySumMs: 101, maxDelayMs: 101, refusals: 0,
+          side: 'B', subtype: 'cust', requests: 3, answered: 1, errors: 2, lates: 1, delaySumMs: 113, maxDelayMs: 101, refusals: 0,
+          canary: 2, canaryErrors: 1,
         });
         assert.equal(row('', 'bal').lates, 0);
         assert.equal(row('', '').refusals, 1);
@@ -156,15 +161,21 @@ describe('half-hour view (unit)', () => {
       w1.query('A', 'cust', 'ok', false, 10);
       for (let i = 0; i < 3; i++) w2.query('A', 'cust', 'ok', false, 30);
       w2.query('B', 'cust', 'host_error', true, 260);
+      w1.query('A', 'cust', 'ok', false, 10, undefined, true);
+      w2.query('A', 'cust', 'host_error', true, 10, undefined, true);
       w2.refused(null);
       const merged = mergeHalfHours([w1.toJSON(), JSON.parse(JSON.stringify(w2.toJSON()))]);
       assert.equal(merged.periods.length, 1);
       const a = merged.periods[0].rows.find((r) => r.side === 'A');
-      assert.deepEqual([a.requests, a.answered, a.delaySumMs, a.maxDelayMs], [4, 4, 100, 30]);
+      assert.deepEqual([a.requests, a.answered, a.delaySumMs, a.maxDelayMs, a.canary, a.canaryErrors], [6, 5, 120, 30, 2, 1]);
       const csv = halfHourCsv(merged).split('\r\n');
       assert.equal(csv[0], CSV_COLUMNS.join(','));
+      // The router's columns keep their places; what marks a canary's queries comes after them.
+      assert.deepEqual(CSV_COLUMNS.slice(0, 11), ['DateTime', 'Side', 'Subtype', 'RequestsToHalf', 'AnsweredToHalf', 'ErrorsToHalf', 'AvgDelayToHalf',
+        'MaxDelayToHalf', 'LatesToHalf', 'RefusalsToHalf', 'DateTimeUTC']);
       const cells = csv.find((l) => l.includes(',A,cust,')).split(',');
-      assert.equal(cells[CSV_COLUMNS.indexOf('AvgDelayToHalf')], '25', '100 ms over 4 replies, not (10 + 30) / 2');
+      assert.equal(cells[CSV_COLUMNS.indexOf('AvgDelayToHalf')], '20', '120 ms over 6 replies, not (10 + 30) / 2');
+      assert.deepEqual([cells[CSV_COLUMNS.indexOf('CanaryToHalf')], cells[CSV_COLUMNS.indexOf('CanaryErrorsToHalf')]], ['2', '1']);
       assert.equal(cells[CSV_COLUMNS.indexOf('MaxDelayToHalf')], '30');
       const refusals = csv.find((l) => l.includes(',,,')).split(',');
       assert.equal(refusals[CSV_COLUMNS.indexOf('RefusalsToHalf')], '1');

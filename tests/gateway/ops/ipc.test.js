@@ -99,7 +99,7 @@ describe('cluster IPC: the worker\'s table (QUESTIONS)', () => {
     const handed = sent.filter((m) => m.type === FIGURES);
     assert.equal(handed.length, 1);
     assert.ok(handed[0].metrics.some((m) => m.name === 'ged145_queries_total'));
-    assert.deepEqual(Object.keys(handed[0].reports).sort(), ['halfHours', 'objectiveCounts', 'objectives']);
+    assert.deepEqual(Object.keys(handed[0].reports).sort(), ['halfHours', 'objectiveCounts', 'objectives', 'shadow']);
   });
 
   it('has exactly the questions the primary asks', () => {

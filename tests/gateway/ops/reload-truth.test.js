@@ -241,7 +241,7 @@ describe('reload: what it does and what it reports', function () {
         await c.waitFor((m) => m.invokeId === i);
       }
       const up = async () => Number(/^ged145_backend_up (\d)/m.exec(await stack.gw.metrics())[1]);
-      assert.deepEqual([stack.gateway.resolver.toJSON().state, await up()], ['failing', 0]);
+      assert.deepEqual([stack.gateway.backend.toJSON().state, await up()], ['failing', 0]);
       stack.gateway.reload(loadConfig({ env: {}, overrides: { ...overrides, 'backend.url': api.url } }));
       const health = await json(stack.adminPort, 'health');
       assert.deepEqual([health.backend.state, await up()], ['failing', 0], 'the same backend, still failing, on both');

@@ -21,7 +21,7 @@ const DEFAULTS = () => loadConfig({ env: {} }).telemetry.traces;
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 
 /** A gateway as the subscriber sees one: the messages' owner, and a metrics registry. */
-const fakeGateway = () => ({ metrics: { registry: new prom.Registry() }, resolver: {} });
+const fakeGateway = () => ({ metrics: { registry: new prom.Registry() }, backend: {} });
 
 /** Publishes what the core publishes for one query with one backend request (docs/diagnostics.md's fields). */
 function publishQuery(gateway, {

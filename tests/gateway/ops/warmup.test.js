@@ -66,11 +66,11 @@ describe('gateway warm-up', () => {
     const stack = await startStack({ backendUrl: backend.url, gateway: { warmup: true, cache: { ttlMs: 60_000, store: redis.url } } });
     try {
       assert.ok(stack.log.lines.find((l) => /^warmed up in \d+ ms$/.test(l.message)));
-      assert.equal(stack.gateway.resolver.toJSON().cache.entries, 0);
+      assert.equal(stack.gateway.backend.toJSON().cache.entries, 0);
       assert.equal(await r.dbsize(), 0);
       await answersFromTheBackend(stack.port, { clid: '5551234' });
       // The router's answer is cached, where the configuration says.
-      assert.equal(stack.gateway.resolver.toJSON().cache.entries, 1);
+      assert.equal(stack.gateway.backend.toJSON().cache.entries, 1);
       const until = Date.now() + 5000;
       while (await r.dbsize() === 0 && Date.now() < until) await new Promise((res) => setTimeout(res, 20));
       assert.equal(await r.dbsize(), 1);

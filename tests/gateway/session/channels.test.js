@@ -77,8 +77,10 @@ describe('diagnostics channels of sessions and queries (docs/diagnostics.md)', (
         assert.deepEqual([typeof m.session.id, typeof m.session.peer, m.session.tls], ['number', 'string', false]);
       }
       assert.equal(sessionA.side, 'side-A');
-      const transitions = of('ged145:session:state').filter((m) => m.session === sessionA).map((m) => [m.from, m.to]);
-      assert.deepEqual(transitions, [['connected', 'open'], ['open', 'closing'], ['closing', 'closed']]);
+      // One setter for the state and the close's step: every change of either is published.
+      const transitions = of('ged145:session:state').filter((m) => m.session === sessionA).map((m) => `${m.from} ${m.fromStep} -> ${m.to} ${m.step}`);
+      assert.deepEqual(transitions, ['connected live -> open live', 'open live -> closing live', 'closing live -> closing ending',
+        'closing ending -> closing finishing', 'closing finishing -> closed finishing']);
       const closes = of('ged145:session:close');
       assert.ok(closes.some((m) => m.session === sessionA && typeof m.reason === 'string'), JSON.stringify(closes.map((m) => m.reason)));
       assert.equal(of('ged145:session:heartbeat')[0].session, sessionA);

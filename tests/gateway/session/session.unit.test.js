@@ -11,7 +11,7 @@ const {
   serialize, MessageReader, STATUS, DIRECTION, DEFAULT_PROFILE,
 } = require('../../../lib/protocol');
 const { Session } = require('../../../gateway/session/session');
-const { Dispatcher } = require('../../../gateway/backend');
+const { QueryHandle } = require('../../../gateway/backend');
 const { SessionHost } = require('../../../gateway/session/host');
 const { Metrics } = require('../../../gateway/ops/metrics');
 const { loadConfig } = require('../../../gateway/config');
@@ -84,7 +84,7 @@ class TestHost extends SessionHost {
       serialize,
       log: captureLogger(level),
       metrics: new Metrics({ collectDefault: false }),
-      resolver: new FakeResolver(backend),
+      backend: new FakeDispatch(backend),
     });
     this.opened = 0;
     this.closedSession = false;
@@ -104,15 +104,16 @@ class TestHost extends SessionHost {
   }
 }
 
-/** The session's backend side over a FakeBackend: no cache, no fallback. */
-class FakeResolver extends Dispatcher {
+/** The session's backend side over a FakeBackend, as Backend.dispatch makes it: a real handle, no cache, no fallback. */
+class FakeDispatch {
   constructor(backend) {
-    super();
-    this.backend = backend;
+    this.chain = { dispatch: (ctx) => backend.call(ctx.query, ctx.signal) };
   }
 
-  resolve(handle) {
-    return this.backend.call(handle.query, handle.signal);
+  dispatch(query, deadlineAt, group, handler, send = true) {
+    const handle = new QueryHandle(this.chain, query, deadlineAt, group, handler, null);
+    if (send) handle.start();
+    return handle;
   }
 }
 
