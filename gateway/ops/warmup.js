@@ -20,7 +20,6 @@ const { attachMetrics } = require('./attach');
 const { createLogger } = require('../../lib/logger');
 const { compile } = require('../config');
 const { Gateway } = require('../server');
-const { releaseHeap } = require('../../lib/heap');
 
 // Ten bursts of 500 rather than four of 400: the first router burst then cost the gateway 207 ms
 // of CPU instead of 240 (three runs each), for 0.6 s more of start (2.3 s in all).
@@ -111,13 +110,7 @@ function register(gateway) {
 async function warmUp(config) {
   const started = performance.now();
   await round(config, FIRST_ROUND);
-  await releaseHeap();
   await round(config, { queries: 2000, bursts: BURSTS });
-  // Its garbage, and the young generation its bursts grew, would otherwise stay committed until
-  // V8's memory reducer got round to them (lib/heap.js): 97-110 MB of RSS 20 s after a start,
-  // against about 70. The router's first burst grows the young generation again within a few
-  // collections.
-  await releaseHeap();
   return performance.now() - started;
 }
 
@@ -158,9 +151,6 @@ async function round(config, { queries, bursts: burstCount, concurrency = 32 }) 
   };
   try {
     await Promise.all(Array.from({ length: concurrency }, worker));
-    // Each phase's garbage collected before the next piles its own on top: the start's high-water
-    // was 97-108 MB with one release at the end, 84-86 with one after each phase.
-    await releaseHeap();
     await bursts(gateway, burstCount);
   } finally {
     await gateway.shutdown('warm-up over'); // its listener, its sessions, its backend pool
