@@ -16,6 +16,7 @@ const { Router } = require('../../simulator/router');
 const { tmpDir } = require('../helpers/tmp');
 
 const HEAP = path.join(__dirname, '..', '..', 'lib', 'heap.js');
+const RELEASE = path.join(__dirname, '..', 'helpers', 'release-heap.js');
 
 /**
  * new_space size (MB, both semi-spaces) after churning the heap under the given settings; with
@@ -25,6 +26,7 @@ function youngAfterChurn(settings, { release = false } = {}) {
   const script = `
     const v8 = require('node:v8');
     const heap = require(${JSON.stringify(HEAP)});
+    const { releaseHeap } = require(${JSON.stringify(RELEASE)});
     heap.holdYoungGeneration();
     heap.applyMemorySettings(${JSON.stringify(settings)});
     const keep = [];
@@ -38,7 +40,7 @@ function youngAfterChurn(settings, { release = false } = {}) {
     };
     const report = () => process.stdout.write(String(young()));
     if (${release}) {
-      churn(() => heap.releaseHeap().then(() => {
+      churn(() => releaseHeap().then(() => {
         keep.length = 0;
         if (young() > 2) throw new Error('releaseHeap left the young generation at ' + young() + ' MB');
         churn(report);
