@@ -209,13 +209,17 @@ describe('--workers 2: one gateway', function () {
     const a = await named('A');
     cleanup.push(() => a.close());
     const dir = tmpDir();
+    // The handler's entry file is the running generation's text, handed to every new worker (a
+    // rolling restart runs the configuration in force); what it requires is read from disk by each.
     const handler = path.join(dir, 'handler.js');
-    fs.writeFileSync(handler, 'module.exports = async () => ({ vars: { 1: "A" } });');
+    const part = path.join(dir, 'answer.js');
+    fs.writeFileSync(part, 'module.exports = "A";');
+    fs.writeFileSync(handler, 'const name = require("./answer"); module.exports = async () => ({ vars: { 1: name } });');
     const {
       gw, port, adminPort,
     } = await start({ backend: { url: a.url }, routes: { h: { module: handler } } });
     const before = await workersAnswering(adminPort);
-    fs.writeFileSync(handler, 'module.exports = async () => ({ vars: { 1: "B" } }'); // a release that does not load
+    fs.writeFileSync(part, 'module.exports = "B'); // a release of the module it requires that does not load
     gw.kill('SIGUSR2');
     await gw.waitFor(/rolling restart stopped: a new worker did not start: .*; 2 workers of the old code keep serving/, 30_000);
     assert.deepEqual((await workersAnswering(adminPort)).sort(), before.sort());
