@@ -182,10 +182,8 @@ function writeEvent(w, event) {
   w.close(at);
 }
 
-function writeLink(w, link) {
-  w.uint32(tag(13, LEN));
-  const at = w.open();
-  const ctx = link.context;
+/** A span context's trace id, span id and trace state: fields 1-3 of a Span and of a Span.Link alike. */
+function writeIds(w, ctx) {
   w.uint32(tag(1, LEN));
   w.hexBytes(ctx.traceId);
   w.uint32(tag(2, LEN));
@@ -195,6 +193,13 @@ function writeLink(w, link) {
     w.uint32(tag(3, LEN));
     w.string(traceState);
   }
+}
+
+function writeLink(w, link) {
+  w.uint32(tag(13, LEN));
+  const at = w.open();
+  const ctx = link.context;
+  writeIds(w, ctx);
   if (link.attributes) writeAttributes(w, link.attributes, 4);
   w.uint32(tag(5, VARINT));
   w.uint32(link.droppedAttributesCount || 0);
@@ -209,15 +214,7 @@ function writeSpan(w, span) {
   const parent = span.parentSpanContext;
   w.uint32(tag(2, LEN));
   const at = w.open();
-  w.uint32(tag(1, LEN));
-  w.hexBytes(ctx.traceId);
-  w.uint32(tag(2, LEN));
-  w.hexBytes(ctx.spanId);
-  const traceState = ctx.traceState?.serialize();
-  if (traceState) {
-    w.uint32(tag(3, LEN));
-    w.string(traceState);
-  }
+  writeIds(w, ctx);
   if (parent?.spanId) {
     w.uint32(tag(4, LEN));
     w.hexBytes(parent.spanId);
