@@ -227,7 +227,7 @@ class OAuth2Credentials {
     let error = null;
     const view = watch(this.owner, request);
     try {
-      const res = await this.engine.request(view === null ? request : { ...request, headers: view.requestHeaders, observer: view });
+      const res = await this.engine.request(request, view);
       problem = this.accept(res, sentAt);
       if (view !== null) view.end(res.status, problem === null ? 'ok' : REASON.AUTH_FAILED);
     } catch (err) {

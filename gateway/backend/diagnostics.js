@@ -113,9 +113,9 @@ class RequestView {
 const resultOf = (outcome) => (outcome.kind === KIND.HOST_ERROR ? outcome.reason : outcome.kind);
 
 /**
- * The request as the engine gets it while the request channels have subscribers: a new view of
- * it is started (a subscriber may set headers then), and the request sent carries the view's
- * headers and the view as the engine's observer (headers, a send again). null: nobody watches.
+ * A new view of a request while the request channels have subscribers, started (a subscriber may
+ * set headers then): the engine gets it beside the request as its observer, and sends the view's
+ * headers (engines/index.js). null: nobody watches.
  */
 function watch(owner, request) {
   if (!requestsWatched()) return null;

@@ -44,9 +44,11 @@ class Engine {
     });
   }
 
-  async request({
-    origin, path, method, headers, body, signal, idempotent = true, observer = null,
-  }) {
+  async request(request, observer = null) {
+    const {
+      origin, path, method, body, signal, idempotent = true,
+    } = request;
+    const headers = observer === null ? request.headers : observer.requestHeaders;
     // axios does not say when its agent gave the request a socket: the time on the wire is
     // counted from the start, so a request queued in the agent may count against the backend.
     const started = performance.now();

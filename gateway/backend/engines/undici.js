@@ -69,9 +69,11 @@ class Engine {
    * group: whose request it is (a router session); waiting requests are sent round robin between
    * groups (Origin). observer: told of its headers and of a send again (engines/index.js), or null.
    */
-  request({
-    origin, path, method, headers, body, signal, idempotent = true, group, observer = null,
-  }) {
+  request(request, observer = null) {
+    const {
+      origin, path, method, body, signal, idempotent = true, group,
+    } = request;
+    const headers = observer === null ? request.headers : observer.requestHeaders;
     return new Promise((resolve, reject) => {
       let o;
       try {

@@ -37,7 +37,7 @@ class Transport {
     this.figures.sent(request.origin);
     const view = watch(this.owner, request);
     if (view === null) return this.engine.request(request).then(undefined, (err) => this.noAnswer(err, request, null));
-    return this.engine.request({ ...request, headers: view.requestHeaders, observer: view }).then(
+    return this.engine.request(request, view).then(
       (res) => ({
         status: res.status, text: res.text, retryAfter: res.retryAfter, view,
       }),
