@@ -20,6 +20,7 @@ const BENCHES = [
   ['memory', 'memory.js', 'RSS idle after start and high-water under 2,000 queries/s for 30 s'],
   ['growth', 'growth.js', 'p50/p99 and CPU per query as sessions, ECC entries and workers grow'],
   ['compression', 'compression.js', 'what a gzipped answer costs the engine (and the server): CPU per request'],
+  ['shadow-hang', 'shadow-hang.js', 'RSS while a shadow candidate never answers, beside no shadow, 500 queries/s for 40 s'],
 ];
 
 const only = process.argv.slice(2);
