@@ -93,23 +93,27 @@ class KeyCheck {
 }
 
 /**
- * What a verdict (KeyCheck#judge) tells the operator, in session's log: a router with another key
- * said once, refused queries and dropped fields throttled. Returns the number of fields dropped.
+ * What a verdict (KeyCheck#judge) tells the operator, in the session's log: a router with another
+ * key said once, refused queries and dropped fields throttled. Given what it needs of the session:
+ * {log, throttle, session, peer, counters} (its id and peer for the lines; counters.droppedFields,
+ * the fields dropped so far, read for the first line). Returns the number of fields this verdict
+ * dropped, for the session to count.
  */
-function reportVerdict(verdict, session) {
-  const { log, throttle, counters } = session;
+function reportVerdict(verdict, {
+  log, throttle, session, peer, counters,
+}) {
   if (verdict.wrongKeyNow) {
     log.warn('QUERY_REQ fields do not decrypt with this session\'s key: the router and this host have different DES private keys '
       + '(GED145_DES_KEY or des.keyFile); every query of this session is answered FAILURE_CONF E_AG_INVALID_KEY', {
-      session: session.id, peer: session.peer, droppedFields: counters.droppedFields + verdict.dropped.length,
+      session, peer, droppedFields: counters.droppedFields + verdict.dropped.length,
     });
   } else if (verdict.refused) {
     const n = throttle.hit('undecryptable-query');
-    if (n) log.warn('QUERY_REQ refused (E_AG_INVALID_KEY): its SUBTYPE or most of its fields do not decrypt', { session: session.id, count: n });
+    if (n) log.warn('QUERY_REQ refused (E_AG_INVALID_KEY): its SUBTYPE or most of its fields do not decrypt', { session, count: n });
   } else {
     for (const { tag, why } of verdict.dropped) {
       const n = throttle.hit('dropped-field');
-      if (n) log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session: session.id, tag, droppedFields: n });
+      if (n) log.warn(`ignored an encrypted field: ${why} (do the router and this host share one DES key?)`, { session, tag, droppedFields: n });
     }
   }
   return verdict.dropped.length;

@@ -88,6 +88,7 @@ class Session {
       afterSlice: () => this.afterBacklogSlice(),
     });
     this.counters = { queries: 0, heartbeats: 0, params: 0, rejects: 0, droppedFields: 0, lost: 0 };
+    this.verdictLog = { log, throttle: this.throttle, session: this.id, peer: this.peer, counters: this.counters }; // key-check.js's reportVerdict
     this.openTimer = setTimeout(openTimedOut, this.limits.openTimeoutMs, this);
     this.link = new RouterLink(socket, {
       limits: this.limits, log: this.log, meta: { session: this.id, peer: this.peer }, profile: this.profile,
@@ -170,7 +171,7 @@ class Session {
    */
   onMessage(msg, size) {
     if (!this.reading) return;
-    if (this.keyCheck !== null && msg.typeId === T.QUERY_REQ) this.counters.droppedFields += reportVerdict(this.keyCheck.judge(msg), this);
+    if (this.keyCheck !== null && msg.typeId === T.QUERY_REQ) this.counters.droppedFields += reportVerdict(this.keyCheck.judge(msg), this.verdictLog);
     const receivedAt = this.link.lastRx;
     if (msg.typeId === T.HEARTBEAT_REQ) {
       this.onHeartbeat(msg);
