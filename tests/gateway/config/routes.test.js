@@ -190,6 +190,34 @@ describe('gateway config', () => {
     fs.rmSync(path.dirname(file), { recursive: true, force: true });
   });
 
+  it('a handler module runs as require would run it: its own node_modules, import(), __dirname, this, a BOM; a reload reads its files again', async () => {
+    const fs = require('node:fs');
+    const dir = tmpDir();
+    const pkg = path.join(dir, 'node_modules', 'tiers');
+    fs.mkdirSync(pkg, { recursive: true });
+    fs.writeFileSync(path.join(pkg, 'index.js'), "module.exports = { gold: 'Gold' };\n");
+    fs.writeFileSync(path.join(dir, 'names.mjs'), "export const prefix = 'Dear';\n");
+    fs.writeFileSync(path.join(dir, 'map.js'), "module.exports = (t) => t;\n");
+    fs.writeFileSync(path.join(dir, 'handler.js'), `\uFEFFconst tiers = require('tiers');
+const map = require('./map');
+const top = this === module.exports && require.resolve('./map') === require('node:path').join(__dirname, 'map.js')
+  && __filename === require('node:path').join(__dirname, 'handler.js') && require.cache[__filename] === module;
+module.exports = async (q) => {
+  const { prefix } = await import('./names.mjs');
+  return { vars: { 1: map(tiers.gold), 2: prefix, 3: String(top) } };
+};
+`);
+    const file = path.join(dir, 'config.json');
+    fs.writeFileSync(file, JSON.stringify({ routes: { r: { module: './handler.js' } } }));
+    const route = () => loadConfig({ file, fresh: true, env: {} }).compiledRoutes.get('r');
+    const first = route();
+    assert.deepEqual(first.files.map((f) => path.basename(f)).sort(), ['handler.js', 'map.js'], 'its own files; the package is not the user\'s');
+    assert.deepEqual(await first.handle({ clid: '1' }, {}), { vars: { 1: 'Gold', 2: 'Dear', 3: 'true' } });
+    fs.writeFileSync(path.join(dir, 'map.js'), "module.exports = (t) => t.toUpperCase();\n");
+    assert.deepEqual((await route().handle({ clid: '1' }, {})).vars[1], 'GOLD', 'a reload runs the edited file it requires');
+    assert.deepEqual((await first.handle({ clid: '1' }, {})).vars[1], 'Gold', 'the running copy keeps its own');
+  });
+
   it('the example config in docs/ loads', () => {
     const c = loadConfig({ file: path.join(__dirname, '..', '..', '..', 'docs', 'examples', 'gateway.json'), env: { BACKEND_TOKEN: 'example' } });
     assert.ok(c.compiledRoutes.size >= 2);
