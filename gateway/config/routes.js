@@ -10,7 +10,6 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const Module = require('node:module');
-const vm = require('node:vm');
 const { ConfigError } = require('../../lib/errors');
 const { isPlaceholder } = require('../../lib/query-fields');
 const { ROUTE_KIND } = require('../route-kinds');
@@ -178,35 +177,16 @@ function loadHandler(file, text = null) {
   }
   const m = new Module(id, null);
   m.filename = id;
-  // Where a bare require of the handler's looks (its node_modules folders up to the root), as
-  // require.resolve.paths() says for a module in its directory.
-  m.paths = Module.createRequire(id).resolve.paths('x');
+  m.paths = Module._nodeModulePaths(path.dirname(id));
   require.cache[id] = m;
   try {
-    const text = source.charCodeAt(0) === 0xFEFF ? source.slice(1) : source; // a BOM, as require drops it
-    // Compiled with CommonJS's own parameters, and run with a require made on this module (its
-    // public require()), so that what the handler loads is recorded in its `children`, where a
-    // reload finds the user's modules (userGraph). Its import() loads as the gateway's would.
-    const compiled = vm.compileFunction(text, ['exports', 'require', 'module', '__filename', '__dirname'], {
-      filename: id, importModuleDynamically: vm.constants ? vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER : undefined,
-    });
-    compiled.call(m.exports, m.exports, requireOf(m), m, id, path.dirname(id));
+    m._compile(source.charCodeAt(0) === 0xFEFF ? source.slice(1) : source, id); // a BOM, as require drops it
   } catch (err) {
     delete require.cache[id];
     throw err;
   }
   m.loaded = true;
   return { handler: m.exports, source };
-}
-
-/** A require for module m, as Node gives a module its own: resolve, cache and main included. */
-function requireOf(m) {
-  const own = Module.createRequire(m.filename);
-  const req = (request) => m.require(request);
-  req.resolve = own.resolve;
-  req.cache = require.cache;
-  req.main = require.main;
-  return req;
 }
 
 const OWN = path.resolve(__dirname, '..', '..');
