@@ -257,5 +257,5 @@ function halfHourCsv(view) {
 }
 
 module.exports = {
-  HalfHours, mergeHalfHours, halfHourCsv, halfHourStart, nextHalfHour, HALF_HOUR_MS, CSV_COLUMNS,
+  HalfHours, mergeHalfHours, halfHourCsv, halfHourStart, nextHalfHour, HALF_HOUR_MS, CSV_COLUMNS, csvField,
 };

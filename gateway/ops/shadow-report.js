@@ -11,7 +11,7 @@
 const { channels } = require('../backend/diagnostics');
 const { hideCallerData } = require('../../lib/redact');
 const { text: { printable } } = require('../../lib/protocol');
-const { halfHourStart } = require('./half-hour');
+const { halfHourStart, csvField } = require('./half-hour');
 
 const RESULTS = Object.freeze(['same', 'different', 'candidate_failed', 'live_failed', 'dropped']);
 const KEEP = 48; // half hours: a day
@@ -146,13 +146,6 @@ function mergeShadow(list) {
 
 const CSV_COLUMNS = Object.freeze(['DateTime', 'Subtype', 'Candidate', 'Same', 'Different', 'CandidateFailed', 'LiveFailed', 'Dropped', 'Canary',
   'DifferentFields', 'DateTimeUTC']);
-
-/** A CSV field (RFC 4180), a leading =+-@ quoted away from spreadsheet formulas. */
-function csvField(v) {
-  const s = String(v);
-  if (/^[=+\-@]/.test(s)) return `"'${s.replace(/"/g, '""')}"`;
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
 
 /** The view as CSV, one line per half hour, subtype and candidate, oldest first; DifferentFields: "field=count; ...", most first. */
 function shadowCsv(view) {
