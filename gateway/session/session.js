@@ -104,7 +104,7 @@ class Session {
     this.queries = new SessionQueries({ // in flight, answered once, counted (session-queries.js)
       id: this.id, log: this.log, debug: this.debug, reply: this.reply, link: this.link, host: gateway,
       redact: () => this.redact, side: () => this.side, afterSettle: () => this.afterSettle(),
-      published: { start: (view) => publishQueryStart(this, view), settle: (...settled) => publishQuerySettle(this, ...settled) },
+      published: { start: (view) => publishQueryStart(this, view), settle: (view, p, outcome, reply) => publishQuerySettle(this, view, p, outcome, reply) },
     });
     this.inflight = this.queries.inflight;
     this.log.info('router connected', { session: this.id, peer: this.peer });
