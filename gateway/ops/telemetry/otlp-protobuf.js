@@ -254,38 +254,30 @@ function writeSpan(w, span) {
 
 /** ResourceSpans.resource (field 1) and ScopeSpans.scope (field 1), encoded once per resource and scope. */
 const headOf = new WeakMap();
-function resourceBytes(resource) {
-  let bytes = headOf.get(resource);
+function encodedOnce(key, size, write) {
+  let bytes = headOf.get(key);
   if (bytes === undefined) {
-    const w = new Writer(1024);
+    const w = new Writer(size);
     w.uint32(tag(1, LEN));
     const at = w.open();
-    writeAttributes(w, resource.attributes, 1);
+    write(w);
     w.close(at);
     bytes = Buffer.from(w.buf.subarray(0, w.pos));
-    headOf.set(resource, bytes);
+    headOf.set(key, bytes);
   }
   return bytes;
 }
 
-function scopeBytes(scope) {
-  let bytes = headOf.get(scope);
-  if (bytes === undefined) {
-    const w = new Writer(256);
-    w.uint32(tag(1, LEN));
-    const at = w.open();
-    w.uint32(tag(1, LEN));
-    w.string(scope.name);
-    if (scope.version) {
-      w.uint32(tag(2, LEN));
-      w.string(scope.version);
-    }
-    w.close(at);
-    bytes = Buffer.from(w.buf.subarray(0, w.pos));
-    headOf.set(scope, bytes);
+const resourceBytes = (resource) => encodedOnce(resource, 1024, (w) => writeAttributes(w, resource.attributes, 1));
+
+const scopeBytes = (scope) => encodedOnce(scope, 256, (w) => {
+  w.uint32(tag(1, LEN));
+  w.string(scope.name);
+  if (scope.version) {
+    w.uint32(tag(2, LEN));
+    w.string(scope.version);
   }
-  return bytes;
-}
+});
 
 /**
  * A serializer for the official export delegates ({serializeRequest, deserializeResponse}): ours
