@@ -16,13 +16,14 @@ const os = require('node:os');
 const path = require('node:path');
 const { startRestSim, startGateway } = require('./harness');
 const { Router } = require('../simulator/router');
+const { readProc } = require('../runner/monitor');
 const { table, writeResult } = require('./report');
 
 const RATE = Number(process.env.BENCH_RATE || 500);
 const SECONDS = Number(process.env.BENCH_SECONDS || 40);
 const EVERY_MS = 2000;
 
-const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+const rssMb = (pid) => readProc(pid).rssKb / 1024;
 
 /** One gateway with the config file, the router at RATE for SECONDS: {rss: [MB every EVERY_MS], router, shadow: {result: n}}. */
 async function run(backendUrl, configFile) {
