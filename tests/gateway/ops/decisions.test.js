@@ -20,6 +20,22 @@ const { channels } = require('../../../gateway/session/diagnostics');
 const { findCall } = require('../../../tools/why/find');
 
 const DAY = 20_123;
+
+/** The settle of a query of call DAY/key that was never answered (its router went away), as a session publishes it. */
+function publishLost(gateway, session, key) {
+  channels.querySettle.publish({
+    gateway,
+    session,
+    query: {
+      subtype: 'echo', side: 'A', labels: {}, fields: { invokeId: key, routerCallDay: DAY, routerCallKey: key },
+    },
+    outcome: 'lost_router_gone',
+    status: null,
+    ms: 1,
+    late: false,
+    reply: null,
+  });
+}
 const CALLS = 40;
 const SUBTYPES = ['echo', 'fail', 'reject']; // QUERY_RESP, FAILURE_CONF E_AG_HOST_ERROR1, E_AG_HOST_ERROR2
 const EXPECTED = {
@@ -210,18 +226,7 @@ describe('decision log', function () {
       const session = { id: 1, peer: '127.0.0.1:1', encrypted: false, profile: undefined };
       const n = 2000; // ten times what a 64 KB file holds: rotated again and again, the four newest older files kept
       for (let i = 1; i <= n; i++) {
-        channels.querySettle.publish({
-          gateway: stack.gateway,
-          session,
-          query: {
-            subtype: 'echo', side: 'A', labels: {}, fields: { invokeId: i, routerCallDay: DAY, routerCallKey: i },
-          },
-          outcome: 'lost_router_gone',
-          status: null,
-          ms: 1,
-          late: false,
-          reply: null,
-        });
+        publishLost(stack.gateway, session, i);
         if (i % 100 === 0) await new Promise((r) => { setImmediate(r); });
       }
       await d.close();
@@ -249,18 +254,7 @@ describe('decision log', function () {
       const burst = MAX_QUEUED + 500;
       const session = { id: 1, peer: '127.0.0.1:1', encrypted: false, profile: undefined };
       for (let i = 0; i < burst; i++) {
-        channels.querySettle.publish({
-          gateway: stack.gateway,
-          session,
-          query: {
-            subtype: 'echo', side: 'A', labels: {}, fields: { invokeId: i, routerCallDay: DAY, routerCallKey: i },
-          },
-          outcome: 'lost_router_gone',
-          status: null,
-          ms: 1,
-          late: false,
-          reply: null,
-        });
+        publishLost(stack.gateway, session, i);
       }
       assert.equal(d.toJSON().dropped, 500);
       assert.equal(d.toJSON().queued, MAX_QUEUED);
