@@ -195,20 +195,20 @@ function compile(settings, {
     headers: attempt(() => resolveHeaders(c.backend.headers, 'backend.headers', env, { files: c.backend.headerFiles, baseDir })) || {},
   };
   const listenerTls = attempt(() => compileListenerTls(c.tls));
-  const compiledRoutes = new Map();
-  for (const [subtype, route] of Object.entries(c.routes)) {
-    const compiled = attempt(() => compileRoute(route, {
-      baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh, backend: c.backend, sources,
-    }), `routes.${subtype}`);
-    if (compiled !== null) compiledRoutes.set(subtype, compiled);
-  }
-  const compiledCandidates = new Map();
-  for (const [name, candidate] of Object.entries(c.candidates)) {
-    const compiled = attempt(() => compileCandidate(candidate, {
-      baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh, backend: c.backend, sources,
-    }), `candidates.${name}`);
-    if (compiled !== null) compiledCandidates.set(name, compiled);
-  }
+  const routeOptions = {
+    baseDir, deadlineMs: c.deadlineMs, availability, auth: backendRuntime.auth, env, fresh, backend: c.backend, sources,
+  };
+  // name -> compiled, for the routes and the candidates alike; one that fails is reported under its key.
+  const compileEach = (section, compile) => {
+    const compiled = new Map();
+    for (const [name, route] of Object.entries(c[section])) {
+      const one = attempt(() => compile(route, routeOptions), `${section}.${name}`);
+      if (one !== null) compiled.set(name, one);
+    }
+    return compiled;
+  };
+  const compiledRoutes = compileEach('routes', compileRoute);
+  const compiledCandidates = compileEach('candidates', compileCandidate);
   for (const [subtype, route] of compiledRoutes) {
     for (const use of ['shadow', 'canary']) {
       const name = route[use] === null ? null : route[use].candidate;
