@@ -3,26 +3,16 @@
 // The schema's verdict on a layered configuration, as the operator reads it: one line per
 // problem, naming the key ("limits.maxInFlight must be an integer from 1 to 100000"), with
 // "did you mean" for a misspelt key and what replaced a retired one. ajv (as fastify uses it)
-// does the checking; this turns its errors into those lines.
+// does the checking, with the schema compiled ahead of time (validator-build.js); this turns its
+// errors into those lines.
 
-const Ajv = require('ajv');
 const { closest } = require('../../lib/closest');
-const { SCHEMA } = require('./schema');
+const validate = require('./validator.generated');
 
 /** Keys an earlier version took (by their last two segments, so a route's breaker is covered too), and what replaced them. */
 const RETIRED = Object.freeze({
   'breaker.consecutiveFailures': 'the circuit opens on a failure ratio (failureRatio, minimumCalls, windowMs; docs/configuration.md)',
 });
-
-let compiled = null;
-function validator() {
-  if (compiled === null) {
-    const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true });
-    ajv.addVocabulary(['x-env', 'x-flag', 'x-must', 'x-kind']);
-    compiled = ajv.compile(SCHEMA);
-  }
-  return compiled;
-}
 
 const keyOf = (instancePath) => instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).join('.');
 const shown = (v) => (v === undefined ? 'nothing' : JSON.stringify(v));
@@ -48,7 +38,6 @@ function mustBe(node, value) {
  * sources: dotted key -> "GED145_PORT=70000", for a value the environment set.
  */
 function schemaProblems(c, sources = {}) {
-  const validate = validator();
   if (validate(c)) return [];
   const lines = [];
   const seen = new Set();
