@@ -19,7 +19,6 @@
 // unread, as XML not in the route's format. fast-xml-parser has no budgets of its own to enforce
 // while it parses.
 
-const { XMLParser } = require('fast-xml-parser');
 const { REASON } = require('./outcome');
 
 /** Why a body is not in the route's format: a host error, never an answer about the caller. */
@@ -98,7 +97,9 @@ const CHARACTER_REFERENCES = Object.freeze({
   setXmlVersion() {},
 });
 
-const parser = new XMLParser({
+// Made at the first XML answer: most gateways never read one, and the parser's code costs idle memory.
+let parser = null;
+const XML_OPTIONS = {
   removeNSPrefix: true, // soap:Envelope and Envelope are one name: paths ignore namespace prefixes
   ignoreAttributes: false,
   attributeNamePrefix: '@',
@@ -108,7 +109,7 @@ const parser = new XMLParser({
   ignorePiTags: true,
   processEntities: true, // through CHARACTER_REFERENCES only
   entityDecoder: CHARACTER_REFERENCES,
-});
+};
 
 /**
  * backend.xml as the schema defaults it (config/schema.js). A SOAP envelope that fills the default
@@ -196,6 +197,7 @@ function readXml(text, root, budgets) {
   if (over !== null) return over;
   let doc;
   try {
+    if (parser === null) parser = new (require('fast-xml-parser').XMLParser)(XML_OPTIONS);
     doc = parser.parse(text, true); // true: well-formed or refused (the parser alone reads an HTML page too)
   } catch {
     return NOT_XML;
