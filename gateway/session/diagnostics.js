@@ -21,10 +21,11 @@ const channels = Object.freeze({
 });
 
 /**
- * A query as subscribers see it (ged145:query:start and :settle, and the backend's channels as
- * q.view). fields: the decoded QUERY_REQ (lib/protocol messages.js QueryReq: ced, clid, dn, cdpd,
- * vars, ecc...), caller data a subscriber reads only by choice; labels: a subscriber MAY add to it
- * (a trace_id, say): every log line of this query carries them.
+ * A query as subscribers see it (ged145:query:start and :settle), made once, when the first channel
+ * that has subscribers needs it, and kept by the query's PendingQuery (inflight.js). fields: the
+ * decoded QUERY_REQ (lib/protocol messages.js QueryReq: ced, clid, dn, cdpd, vars, ecc...), caller
+ * data a subscriber reads only by choice, and the `query` the backend's channels give for it;
+ * labels: a subscriber MAY add to it (a trace_id, say): every log line of this query carries them.
  */
 class QueryView {
   constructor(q, side, receivedAt) {
@@ -38,8 +39,8 @@ class QueryView {
 }
 
 const NO_LABELS = Object.freeze({});
-/** The labels subscribers gave a query, for its log lines (none when nobody subscribed). */
-const labelsOf = (q) => (q.view === undefined ? NO_LABELS : q.view.labels);
+/** The labels subscribers gave a query through its view, for its log lines (none when no view was made). */
+const labelsOf = (view) => (view === null ? NO_LABELS : view.labels);
 
 /** The FAILURE_CONF status name an outcome label was answered with (backend/outcome.js), null for a QUERY_RESP or no reply. */
 const statusOfLabel = (label) => FAILURE_STATUS[label] || null;

@@ -12,6 +12,7 @@
 // looks at every query (`ordered` false).
 
 const { performance } = require('node:perf_hooks');
+const { QueryView } = require('./diagnostics');
 
 /**
  * One query in flight, as the session sees it: the query, when it is due, whether it is settled,
@@ -32,6 +33,13 @@ class PendingQuery {
     this.deadlineMs = deadlineMs;
     this.deadlineAt = start + deadlineMs; // performance.now() time
     this.handle = null; // the backend's, once the session dispatched the query (dispatched())
+    this.view = null; // the query as diagnostics subscribers see it, once one needed it (viewOf())
+  }
+
+  /** Its QueryView (diagnostics.js), made the first time a channel with subscribers needs it; side: the router's. */
+  viewOf(side) {
+    if (this.view === null) this.view = new QueryView(this.query, side, this.start);
+    return this.view;
   }
 
   /** Seconds since the query arrived. */

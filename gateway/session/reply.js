@@ -12,7 +12,6 @@ const {
   KIND, LABEL, FAILURE_STATUS, labelOf,
 } = require('../backend/outcome');
 const { ASCII } = require('../answer/fit');
-const { labelsOf } = require('./diagnostics');
 
 const ASCII_TEXT = () => ASCII;
 
@@ -45,39 +44,39 @@ class Replies {
     return [label, this.writer.failureConf(q.invokeId, STATUS[FAILURE_STATUS[label]], text)];
   }
 
-  /** [label, reply bytes] for an outcome; never throws. */
-  forOutcome(q, outcome) {
+  /** [label, reply bytes] for an outcome; never throws. labels: the query's, for the log lines (diagnostics.js labelsOf). */
+  forOutcome(q, outcome, labels) {
     try {
-      return this.build(q, outcome);
+      return this.build(q, outcome, labels);
     } catch (err) {
       const s = this.ctx;
       const n = s.throttle.hit('answer-error');
       if (n) s.log.error(
         'could not turn the backend answer into a reply',
-        { ...labelsOf(q), session: s.id, invokeId: q.invokeId, subtype: q.subtype, error: messageOf(err), count: n }
+        { ...labels, session: s.id, invokeId: q.invokeId, subtype: q.subtype, error: messageOf(err), count: n }
       );
       return this.failed(q, LABEL.HOST_ERROR, 'answer could not be encoded');
     }
   }
 
-  build(q, outcome) {
+  build(q, outcome, labels) {
     const s = this.ctx;
     switch (outcome.kind) {
-      case KIND.OK: return this.answer(q, outcome.answer, labelOf(outcome));
+      case KIND.OK: return this.answer(q, outcome.answer, labelOf(outcome), labels);
       case KIND.APP_ERROR: return this.failed(q, LABEL.APP_ERROR, outcome.text);
       default: {
         if (outcome.err) {
           const n = s.throttle.hit('internal');
-          if (n) s.log.error('internal error while answering a query', { ...labelsOf(q), session: s.id, error: messageOf(outcome.err), count: n });
+          if (n) s.log.error('internal error while answering a query', { ...labels, session: s.id, error: messageOf(outcome.err), count: n });
         }
-        if (s.debug) s.log.debug('backend failed', { ...labelsOf(q), session: s.id, invokeId: q.invokeId, reason: outcome.reason, cause: outcome.detail });
+        if (s.debug) s.log.debug('backend failed', { ...labels, session: s.id, invokeId: q.invokeId, reason: outcome.reason, cause: outcome.detail });
         return this.failed(q, labelOf(outcome), outcome.text);
       }
     }
   }
 
   /** QUERY_RESP for a backend answer, fitted to the tag and frame limits. */
-  answer(q, answer, label) {
+  answer(q, answer, label, labels) {
     const s = this.ctx;
     let built;
     try {
@@ -85,7 +84,7 @@ class Replies {
     } catch (err) {
       if (!(err instanceof EncodeError)) throw err;
       const n = s.throttle.hit('encode');
-      if (n) s.log.error('backend answer could not be encoded', { ...labelsOf(q), session: s.id, invokeId: q.invokeId, error: err.message, count: n });
+      if (n) s.log.error('backend answer could not be encoded', { ...labels, session: s.id, invokeId: q.invokeId, error: err.message, count: n });
       return this.failed(q, LABEL.HOST_ERROR, 'answer could not be encoded');
     }
     const { buf, notes } = built;
@@ -93,7 +92,7 @@ class Replies {
       const n = s.throttle.hit('adjusted');
       if (n) {
         s.log.warn('backend answer adjusted to fit GED-145', {
-          ...labelsOf(q), session: s.id, invokeId: q.invokeId, subtype: q.subtype, changes: notes, count: n,
+          ...labels, session: s.id, invokeId: q.invokeId, subtype: q.subtype, changes: notes, count: n,
         });
       }
     }
@@ -101,7 +100,7 @@ class Replies {
       const n = s.throttle.hit('too-large');
       if (n) s.log.error(
         `backend answer does not fit one frame (limits.maxMessageLength ${this.writer.maxBody}) even without ECC entries`,
-        { ...labelsOf(q), session: s.id, invokeId: q.invokeId, subtype: q.subtype, count: n }
+        { ...labels, session: s.id, invokeId: q.invokeId, subtype: q.subtype, count: n }
       );
       return this.failed(q, LABEL.HOST_ERROR, 'answer too large for one message');
     }

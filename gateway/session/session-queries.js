@@ -62,11 +62,11 @@ class SessionQueries {
   dispatch(q, receivedAt, now) {
     const { backend, config } = this.host;
     const p = this.inflight.add(q, config.deadlineMs, receivedAt);
-    if (channels.queryStart.hasSubscribers) this.published.start(this.viewOf(q, p.start));
+    if (channels.queryStart.hasSubscribers) this.published.start(p.viewOf(this.side()));
     // It waited past its deadline for a slot: answered now (fallback, or the failure), and the
     // backend is not asked a question nobody waits for any more.
     const late = now !== undefined && p.deadlineAt <= now;
-    if (this.debug && !late) this.log.debug('query', { ...labelsOf(q), ...describeQuery(q, this.id, this.redact()) });
+    if (this.debug && !late) this.log.debug('query', { ...labelsOf(p.view), ...describeQuery(q, this.id, this.redact()) });
     // group: the backend shares its connections out between sessions by it (engines/undici.js, Origin).
     p.dispatched(backend.dispatch(q, p.deadlineAt, this.id, p, !late));
     if (late) this.expire(p);
@@ -74,7 +74,7 @@ class SessionQueries {
 
   complete(p, outcome) {
     if (!this.inflight.settle(p)) return; // the deadline answered it already, or the router went away
-    const [label, reply] = this.reply.forOutcome(p.query, outcome);
+    const [label, reply] = this.reply.forOutcome(p.query, outcome, labelsOf(p.view));
     this.finish(p, p.query, label, reply);
     // Many answers in one round of I/O can hold the deadline timer back: what is due is answered
     // here, between them, not after the round.
@@ -87,7 +87,7 @@ class SessionQueries {
     // The backend's substitute (stale, fallback), or null; the handle aborts its request and drops a late answer.
     const instead = p.handle.atDeadline(lateMs);
     if (instead !== null) {
-      const [label, reply] = this.reply.forOutcome(p.query, instead);
+      const [label, reply] = this.reply.forOutcome(p.query, instead, labelsOf(p.view));
       this.finish(p, p.query, label, reply);
     } else {
       const [label, reply] = this.reply.failed(p.query, LABEL.DEADLINE, `backend did not answer within ${p.deadlineMs} ms`);
@@ -97,35 +97,28 @@ class SessionQueries {
     if (++this.expiredCount % EXPIRED_WRITE === 0) this.link.flush();
   }
 
-  /**
-   * The query as subscribers see it (diagnostics.js QueryView), made once, when the first channel
-   * that has subscribers needs it. The session that took the message keeps it there (q.view): its
-   * log lines read the labels a subscriber added, and the backend's subscribers find the view of
-   * the message they are given.
-   */
-  viewOf(q, receivedAt) {
-    if (q.view === undefined) q.view = new QueryView(q, this.side(), receivedAt);
-    return q.view;
-  }
-
   /** The reply is written and the query counted; p is null for a query answered without going in flight (a duplicate, a wrong key). */
   finish(p, q, outcome, reply) {
     // First: the books can wait, the router cannot. An answer at the deadline leaves this tick.
     this.link.send(reply, this.inflight.size > 0, p !== null && p.expired);
     this.outcomes[outcome] = (this.outcomes[outcome] || 0) + 1;
-    if (channels.querySettle.hasSubscribers) this.published.settle(this.viewOf(q, p === null ? performance.now() : p.start), p, outcome, reply);
-    if (isFailed(outcome)) this.logFailed(q, outcome);
+    let view = p === null ? null : p.view;
+    if (channels.querySettle.hasSubscribers) {
+      if (view === null) view = p === null ? new QueryView(q, this.side(), performance.now()) : p.viewOf(this.side());
+      this.published.settle(view, p, outcome, reply);
+    }
+    if (isFailed(outcome)) this.logFailed(q, outcome, labelsOf(view));
     if (p !== null) this.afterSettle();
   }
 
   /** A query in flight the router went away from (InFlight.abortAll): counted, never answered. */
   lost(p, outcome) {
-    if (channels.querySettle.hasSubscribers) this.published.settle(this.viewOf(p.query, p.start), p, outcome, null);
-    this.logFailed(p.query, outcome);
+    if (channels.querySettle.hasSubscribers) this.published.settle(p.viewOf(this.side()), p, outcome, null);
+    this.logFailed(p.query, outcome, labelsOf(p.view));
   }
 
-  /** The info line of a failed query, within the session's budget (the comment at the top). */
-  logFailed(q, outcome) {
+  /** The info line of a failed query, within the session's budget (the comment at the top); labels: its view's. */
+  logFailed(q, outcome, labels) {
     const budget = this.failedLog;
     const now = performance.now();
     if (now - budget.windowAt >= FAILED_WINDOW_MS) {
@@ -138,7 +131,7 @@ class SessionQueries {
     }
     budget.written++;
     const meta = {
-      ...labelsOf(q), outcome, status: FAILURE_STATUS[outcome] || null, ...describeQuery(q, this.id, this.redact()),
+      ...labels, outcome, status: FAILURE_STATUS[outcome] || null, ...describeQuery(q, this.id, this.redact()),
     };
     if (budget.notLogged > 0) {
       meta.notLogged = budget.notLogged; // failed queries since the last such line, counted, not written
@@ -157,9 +150,10 @@ class SessionQueries {
     for (const { msg, receivedAt } of waiting) {
       if (msg.typeId !== T.QUERY_REQ) continue;
       n++;
-      if (channels.queryStart.hasSubscribers) this.published.start(this.viewOf(msg, receivedAt));
-      if (channels.querySettle.hasSubscribers) this.published.settle(this.viewOf(msg, receivedAt), null, LABEL.LOST, null);
-      this.logFailed(msg, LABEL.LOST);
+      const view = channels.queryStart.hasSubscribers || channels.querySettle.hasSubscribers ? new QueryView(msg, this.side(), receivedAt) : null;
+      if (channels.queryStart.hasSubscribers) this.published.start(view);
+      if (channels.querySettle.hasSubscribers) this.published.settle(view, null, LABEL.LOST, null);
+      this.logFailed(msg, LABEL.LOST, labelsOf(view));
     }
     return n;
   }

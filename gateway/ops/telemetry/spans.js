@@ -132,7 +132,7 @@ class QuerySpans {
     this.tracer = tracer;
     this.callerData = callerData;
     this.sharedAttributes = sharedAttributes;
-    this.queries = new WeakMap(); // query -> its span
+    this.queries = new WeakMap(); // a query's decoded QUERY_REQ (its view's fields) -> its span
     this.requests = new WeakMap(); // backend request -> its span
     this.sessions = new WeakMap(); // session -> its SessionShape
     this.subtypes = new Map(); // subtype -> {name, attributes}
@@ -171,17 +171,19 @@ class QuerySpans {
     return this.gateway === null || owner === this.gateway || (present(owner) && (owner.gateway === this.gateway || owner === this.gateway.backend));
   }
 
-  /** The span of the query a backend request is for: the query as query:start gave it, or the core's query whose view that was. */
+  /**
+   * The span of the query a backend request is for. The backend's channels give the decoded
+   * QUERY_REQ, which is the `fields` of the view query:start gave: spans are kept by it.
+   */
   parentOf(query) {
-    if (!present(query)) return undefined;
-    return this.queries.get(query) || (present(query.view) ? this.queries.get(query.view) : undefined);
+    return present(query) ? this.queries.get(query) : undefined;
   }
 
   queryStart({ gateway, session, query }) {
     if (gateway !== this.gateway) return; // another gateway's (the warm-up's), or before attach(): no query is read then
     const subtype = kept(this.subtypes, query.subtype, subtypeOf);
     const span = this.tracer.startSpan(subtype.name, SpanKind.SERVER, undefined, query.receivedAt);
-    this.queries.set(query, span);
+    this.queries.set(query.fields, span);
     query.labels.trace_id = span.spanContext().traceId;
     if (!span.isRecording()) return;
     let shape = this.sessions.get(session);
@@ -198,9 +200,9 @@ class QuerySpans {
   }
 
   querySettle({ query, outcome, status, late }) {
-    const span = this.queries.get(query);
+    const span = this.queries.get(query.fields);
     if (span === undefined) return;
-    this.queries.delete(query);
+    this.queries.delete(query.fields);
     if (span.isRecording()) {
       span.setAttribute('ged145.query.outcome', outcome);
       if (present(status)) span.setAttribute('ged145.query.status', status);

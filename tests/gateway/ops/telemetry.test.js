@@ -42,7 +42,7 @@ function publishQuery(gateway, {
       setHeader: (name, value) => { headers[name.toLowerCase()] = value; },
     };
     request.setHeader('traceparent', '00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01'); // one already there: replaced
-    ch('ged145:backend:request:start').publish({ gateway, query, request });
+    ch('ged145:backend:request:start').publish({ gateway, query: query.fields, request }); // as the core does: the decoded message
     if (attempt < attempts) {
       ch('ged145:backend:request:error').publish({ gateway, request, error: new Error(`connect ECONNREFUSED for ${clid}`), reason: 'connect' });
     } else {

@@ -43,6 +43,9 @@ describe('diagnostics channels of sessions and queries (docs/diagnostics.md)', (
     const { seen, off } = listen();
     const labelOnStart = ({ gateway, query }) => { if (gateway === stack.gateway) query.labels.trace_id = `t${query.invokeId}`; };
     dc.subscribe('ged145:query:start', labelOnStart);
+    const requests = [];
+    const onRequest = (m) => { if (m.gateway === stack.gateway) requests.push(m); };
+    dc.subscribe('ged145:backend:request:start', onRequest);
     const clients = [];
     try {
       const a = await WireClient.connect(stack.port);
@@ -97,6 +100,9 @@ describe('diagnostics channels of sessions and queries (docs/diagnostics.md)', (
         assert.equal(query.fields.subtype, query.subtype);
       }
       assert.deepEqual(starts[0].query.fields.vars, { 1: 'ok' }, 'fields: the caller data as decoded');
+      // The backend's channels give the decoded message, the start's query.fields; the session adds nothing to it.
+      assert.equal(requests.filter((m) => m.query !== null)[0].query, starts[0].query.fields);
+      assert.deepEqual(Object.keys(starts[0].query.fields).filter((k) => /view|label/i.test(k)), [], 'the codec\'s message keeps its own fields');
       const settles = of('ged145:query:settle');
       assert.deepEqual(settles.map((m) => [m.query, m.outcome, m.status, m.late]), [
         [starts[0].query, 'ok', null, false],
@@ -110,6 +116,7 @@ describe('diagnostics channels of sessions and queries (docs/diagnostics.md)', (
     } finally {
       off();
       dc.unsubscribe('ged145:query:start', labelOnStart);
+      dc.unsubscribe('ged145:backend:request:start', onRequest);
       for (const c of clients) c.close();
       await stack.stop();
       await other.stop();
