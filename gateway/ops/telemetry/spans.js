@@ -173,10 +173,11 @@ class QuerySpans {
 
   /**
    * The span of the query a backend request is for. The backend's channels give the decoded
-   * QUERY_REQ, which is the `fields` of the view query:start gave: spans are kept by it.
+   * QUERY_REQ, which is the `fields` of the view query:start gave: spans are kept by it (a token
+   * request's null query finds none: a WeakMap has no entry for what is not an object).
    */
   parentOf(query) {
-    return present(query) ? this.queries.get(query) : undefined;
+    return this.queries.get(query);
   }
 
   queryStart({ gateway, session, query }) {
