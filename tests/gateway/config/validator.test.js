@@ -6,9 +6,13 @@
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { buildValidatorSource, FILE } = require('../../../gateway/config/validator-build');
 const { schemaProblems } = require('../../../gateway/config/validate');
+
+const SNAPSHOT = path.join(os.tmpdir(), `ged145-validator-${process.pid}.heapsnapshot`);
 
 describe('config validator: compiled ahead of time from the schema', function () {
   this.timeout(30000);
@@ -32,5 +36,32 @@ describe('config validator: compiled ahead of time from the schema', function ()
     const ajvFiles = JSON.parse(out);
     assert.ok(ajvFiles.length > 0, 'the runtime helper the validator needs is loaded');
     assert.deepEqual(ajvFiles.filter((f) => !f.includes('/dist/runtime/')), [], 'ajv compiler modules loaded');
+  });
+
+  it('lets the validator go after a verdict: no string of its size stays in the heap, as one does while it is required', () => {
+    // A heap snapshot's largest strings, after a verdict and then with the file held by require.
+    const out = execFileSync(process.execPath, ['--expose-gc', '-e', `
+      const v8 = require('node:v8');
+      const { schemaProblems } = require(${JSON.stringify(require.resolve('../../../gateway/config/validate'))});
+      const largest = () => {
+        global.gc();
+        const s = JSON.parse(require('node:fs').readFileSync(v8.writeHeapSnapshot(${JSON.stringify(SNAPSHOT)}), 'utf8'));
+        require('node:fs').unlinkSync(${JSON.stringify(SNAPSHOT)});
+        const { node_fields: f, node_types: [types] } = s.snapshot.meta;
+        let max = 0;
+        for (let i = 0; i < s.nodes.length; i += f.length) {
+          if (types[s.nodes[i + f.indexOf('type')]] === 'string') max = Math.max(max, s.nodes[i + f.indexOf('self_size')]);
+        }
+        return max;
+      };
+      if (schemaProblems({ port: 70000 }).length !== 1) throw new Error('port 70000 taken');
+      const after = largest();
+      const held = require(${JSON.stringify(FILE)});
+      process.stdout.write(JSON.stringify({ after, held: largest(), ok: typeof held }));
+    `], { encoding: 'utf8' });
+    const { after, held } = JSON.parse(out);
+    const size = fs.statSync(FILE).size;
+    assert.ok(held >= size, `the control finds the required file's source (${held} bytes, the file ${size})`);
+    assert.ok(after < size / 4, `a string of ${after} bytes stayed after the verdict (the file is ${size})`);
   });
 });
