@@ -12,6 +12,7 @@ const BENCHES = [
   ['http', 'http.js', 'queries: gateway vs its HTTP engine called directly; undici vs axios'],
   ['limit', 'limit.js', 'queries against the physical limit: bare framed round trip + direct HTTP'],
   ['alloc', 'alloc.js', 'what a query allocates: young-generation collections under sequential queries'],
+  ['profile', 'profile.js', 'where a query\'s CPU goes, kind by kind, in the gateway and in the bare proxy at 32 in flight'],
   ['open-loop', 'open-loop.js', 'fixed rates through the router simulator'],
   ['workers', 'workers.js', '--workers 1 vs 2'],
   ['cold-start', 'cold-start.js', 'the first seconds after a start, with and without the warm-up'],
