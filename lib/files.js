@@ -20,10 +20,19 @@ function readRegularFile(file, { maxBytes, what }) {
     const st = fs.fstatSync(fd);
     if (!st.isFile()) throw new OperatorError(`${what}: ${file} is not a regular file`);
     if (st.size > maxBytes) throw new OperatorError(`${what}: ${file} is ${st.size} bytes; at most ${maxBytes} are read`);
-    // The size can change between fstat and read: read one byte more than allowed to know.
-    const buf = Buffer.alloc(maxBytes + 1);
+    // Sized by the file, not by the limit: a buffer of the limit (4 MB for a config file) came
+    // from mmap, and freeing it raised glibc's mmap threshold (M_MMAP_THRESHOLD is dynamic) for the
+    // life of the process, so that V8's threads kept 4 MB more in their malloc arenas
+    // (docs/performance.md, "Memory"). The size can change between fstat and read: one byte more
+    // than the file to see it grew, and room made as it does, up to one byte past the limit.
+    let buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
     let n = 0;
     for (;;) {
+      if (n === buf.length) {
+        const bigger = Buffer.alloc(Math.min(buf.length * 2, maxBytes + 1));
+        buf.copy(bigger, 0, 0, n);
+        buf = bigger;
+      }
       const got = fs.readSync(fd, buf, n, buf.length - n, null);
       if (got === 0) break;
       n += got;

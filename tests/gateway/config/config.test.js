@@ -90,6 +90,8 @@ describe('gateway config: the files an operator names', () => {
     fs.writeFileSync(file, text);
     return file;
   };
+  const sinon = require('sinon');
+  const { readRegularFile } = require('../../../lib/files');
   const loadFile = (file, overrides = {}) => loadConfig({ file, env: {}, overrides: { 'backend.url': 'http://crm:8080', ...overrides } });
 
   it('a mode\'s defaults (--embedded-backend: host 127.0.0.1) give way to the file, the environment and the flags', () => {
@@ -117,6 +119,30 @@ describe('gateway config: the files an operator names', () => {
     assert.throws(() => loadFile(write('g.json', '{}'), { 'des.keyFile': '/dev/urandom' }), /config: des\.keyFile: \/dev\/urandom is not a regular file$/);
     assert.throws(() => loadFile(write('big.json', `{"x": "${'a'.repeat(5 * 1024 * 1024)}"}`)), /bytes; at most 4194304 are read/);
     assert.throws(() => loadFile(write('g.json', '{}'), { 'des.keyFile': write('k', 'a'.repeat(5000)) }), /at most 4096 are read/);
+  });
+
+  it('a file is read into a buffer of its own size, not of the limit (a 4 MB buffer freed at a start kept 4 MB of RSS for good)', () => {
+    // Freeing a buffer that came from mmap raises glibc's mmap threshold (docs/performance.md, "Memory").
+    const file = write('g.json', '{}');
+    const before = process.memoryUsage().arrayBuffers;
+    const bytes = readRegularFile(file, { maxBytes: 4 * 1024 * 1024, what: 'config' });
+    const grown = process.memoryUsage().arrayBuffers - before;
+    assert.equal(bytes.toString(), '{}');
+    assert.ok(grown < 64 * 1024, `reading 2 bytes took ${grown} bytes of buffers`);
+  });
+
+  it('a file that grows between its size and its read is read whole, and refused once past the limit', () => {
+    const text = 'x'.repeat(10_000);
+    const file = write('grows.json', text);
+    const fstat = fs.fstatSync;
+    const stub = sinon.stub(fs, 'fstatSync').callsFake((fd) => Object.assign(fstat(fd), { size: 1 })); // as it was a moment before
+    try {
+      assert.equal(readRegularFile(file, { maxBytes: 20_000, what: 'config' }).toString(), text);
+      assert.equal(readRegularFile(file, { maxBytes: 10_000, what: 'config' }).toString(), text, 'exactly the limit');
+      assert.throws(() => readRegularFile(file, { maxBytes: 9_999, what: 'config' }), /config: .*grows\.json is over 9999 bytes$/);
+    } finally {
+      stub.restore();
+    }
   });
 
   it('an empty key file is an error, not "no key"', () => {
