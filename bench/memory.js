@@ -13,7 +13,7 @@
 //   BENCH_MEMORY_CONFIGS='{}|{"memory":{"youngGenerationMb":16,"heapGrowthPercent":0}}' node bench/memory.js
 //       (gateway configurations compared in one run, '|' apart; {} = as it starts)
 //   BENCH_MEMORY_NODE_ARGS='|--max-semi-space-size=1' node bench/memory.js   (Node flags instead)
-//   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js node bench/memory.js
+//   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js node bench/memory.js   (with BENCH_MEMORY_CONFIGS: the first file for both)
 // With BENCH_REPEATS the variants take turns, one row per run.
 
 const fs = require('node:fs');
@@ -130,7 +130,12 @@ async function main() {
       variants.push({ name: v.trim() || 'as started', bin: BIN, nodeArgs: v.split(' ').filter(Boolean) });
     }
   }
-  if (process.env.BENCH_BASELINE_BIN) variants.push({ name: 'baseline', bin: process.env.BENCH_BASELINE_BIN, nodeArgs: [] });
+  // The older build starts as the first variant does: with its config file when there is one.
+  if (process.env.BENCH_BASELINE_BIN) {
+    variants.push({
+      name: 'baseline', bin: process.env.BENCH_BASELINE_BIN, nodeArgs: [], configFile: variants[0].configFile,
+    });
+  }
   const backend = await startPlainBackend();
   const rows = [];
   try {
