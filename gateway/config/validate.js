@@ -6,9 +6,9 @@
 // does the checking, with the schema compiled ahead of time (validator-build.js); this turns its
 // errors into those lines.
 
-const fs = require('node:fs');
 const vm = require('node:vm');
 const { closest } = require('../../lib/closest');
+const { readTextInPieces } = require('../../lib/files');
 
 const VALIDATOR = require.resolve('./validator.generated');
 
@@ -18,10 +18,10 @@ const VALIDATOR = require.resolve('./validator.generated');
  * bytecode stayed in the heap for the life of the process (0.7 MB of idle RSS, docs/performance.md,
  * "Memory"). It is compiled as Node compiles a CommonJS file (it is ours, generated, and requires
  * only ajv's ucs2length helper), and that helper is required by this file, so that no module it
- * loads keeps it as a parent. About 2 ms a call.
+ * loads keeps it as a parent; its text is read in pieces (lib/files.js says why). About 2 ms a call.
  */
 function loadValidator() {
-  const wrapper = vm.compileFunction(fs.readFileSync(VALIDATOR, 'utf8'), ['exports', 'require', 'module'], { filename: VALIDATOR });
+  const wrapper = vm.compileFunction(readTextInPieces(VALIDATOR), ['exports', 'require', 'module'], { filename: VALIDATOR });
   const module = { exports: {} };
   wrapper(module.exports, require, module);
   return module.exports;

@@ -91,7 +91,7 @@ describe('gateway config: the files an operator names', () => {
     return file;
   };
   const sinon = require('sinon');
-  const { readRegularFile } = require('../../../lib/files');
+  const { readRegularFile, readTextInPieces } = require('../../../lib/files');
   const loadFile = (file, overrides = {}) => loadConfig({ file, env: {}, overrides: { 'backend.url': 'http://crm:8080', ...overrides } });
 
   it('a mode\'s defaults (--embedded-backend: host 127.0.0.1) give way to the file, the environment and the flags', () => {
@@ -129,6 +129,12 @@ describe('gateway config: the files an operator names', () => {
     const grown = process.memoryUsage().arrayBuffers - before;
     assert.equal(bytes.toString(), '{}');
     assert.ok(grown < 64 * 1024, `reading 2 bytes took ${grown} bytes of buffers`);
+  });
+
+  it('a text read in 64 KB pieces keeps the characters that straddle them (the generated validator is read so)', () => {
+    const text = `a${'é€😀'.repeat(40_000)}`; // 2-, 3- and 4-byte characters across every piece boundary
+    assert.equal(readTextInPieces(write('utf8.txt', text)), text);
+    assert.equal(readTextInPieces(write('empty.txt', '')), '');
   });
 
   it('a file that grows between its size and its read is read whole, and refused once past the limit', () => {
