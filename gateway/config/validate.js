@@ -15,7 +15,7 @@ const VALIDATOR = require.resolve('./validator.generated');
 /**
  * The compiled schema, loaded for one verdict and let go after it. Its 400 KB of generated code
  * runs once at a start, a reload or `ged145 config check`; kept in the module cache, its source and
- * bytecode stayed in the heap for the life of the process (0.7 MB of idle RSS, docs/performance.md,
+ * bytecode stayed in the heap for the life of the process (1.4 MB of idle RSS, docs/performance.md,
  * "Memory"). It is compiled as Node compiles a CommonJS file (it is ours, generated, and requires
  * only ajv's ucs2length helper), and that helper is required by this file, so that no module it
  * loads keeps it as a parent; its text is read in pieces (lib/files.js says why). About 2 ms a call.
