@@ -50,9 +50,11 @@ function stop(child) {
 }
 
 /** A bench/ script that prints the port it listens on. */
-const startListener = (file, ...args) => start([path.join(__dirname, file), ...args], /^(\d+)\n/).then((p) => ({ ...p, port: Number(p.match[1]) }));
+const startListener = (file, args = [], nodeArgs = []) => start([...nodeArgs, path.join(__dirname, file), ...args], /^(\d+)\n/)
+  .then((p) => ({ ...p, port: Number(p.match[1]) }));
 const startBare = () => startListener('bare-server.js');
-const startBareProxy = (backendUrl) => startListener('bare-proxy.js', backendUrl);
+/** nodeArgs: for its process (bench/profile.js: --cpu-prof). */
+const startBareProxy = (backendUrl, nodeArgs = []) => startListener('bare-proxy.js', [backendUrl], nodeArgs);
 const startPlainBackend = () => startListener('plain-backend.js').then((p) => ({ ...p, url: `http://127.0.0.1:${p.port}` }));
 async function startRestSim() {
   const p = await startChild({ cli: ['rest-sim', '--port', '0'], cwd: ROOT });

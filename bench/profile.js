@@ -15,7 +15,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const {
-  startPlainBackend, startGateway, start, runClient, median, BIN,
+  startPlainBackend, startGateway, startBareProxy, runClient, median, BIN,
 } = require('./harness');
 const { table, writeResult } = require('./report');
 
@@ -62,14 +62,18 @@ function selfTimeByKind(file, fromUs, toUs) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parentOf = new Map();
   for (const n of profile.nodes) for (const c of n.children || []) parentOf.set(c, n);
-  const kinds = {};
+  const selfUs = new Map(); // node id -> its samples' time in the window
   let t = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
     t += profile.timeDeltas[i];
-    const next = profile.timeDeltas[i + 1] || 0; // a sample stands for the time until the next one
     if (t < fromUs || t > toUs) continue;
-    const kind = kindOf(byId.get(profile.samples[i]), parentOf);
-    if (kind !== null) kinds[kind] = (kinds[kind] || 0) + next;
+    const id = profile.samples[i];
+    selfUs.set(id, (selfUs.get(id) || 0) + (profile.timeDeltas[i + 1] || 0)); // a sample stands for the time until the next one
+  }
+  const kinds = {};
+  for (const [id, us] of selfUs) {
+    const kind = kindOf(byId.get(id), parentOf);
+    if (kind !== null) kinds[kind] = (kinds[kind] || 0) + us;
   }
   return kinds;
 }
@@ -103,10 +107,7 @@ async function main() {
   const backend = await startPlainBackend();
   const variants = [
     ['gateway', (nodeArgs) => startGateway(backend.url, [], BIN, nodeArgs)],
-    ['bare proxy', async (nodeArgs) => {
-      const p = await start([...nodeArgs, path.join(__dirname, 'bare-proxy.js'), backend.url], /^(\d+)\n/);
-      return { port: Number(p.match[1]), stop: p.stop };
-    }],
+    ['bare proxy', (nodeArgs) => startBareProxy(backend.url, nodeArgs)],
   ];
   const runs = Object.fromEntries(variants.map(([name]) => [name, []]));
   for (let i = 0; i < REPEATS; i++) {

@@ -56,8 +56,8 @@ describe('config validator: compiled ahead of time from the schema', function ()
       };
       if (schemaProblems({ port: 70000 }).length !== 1) throw new Error('port 70000 taken');
       const after = largest();
-      const held = require(${JSON.stringify(FILE)});
-      process.stdout.write(JSON.stringify({ after, held: largest(), ok: typeof held }));
+      require(${JSON.stringify(FILE)}); // the module cache holds it
+      process.stdout.write(JSON.stringify({ after, held: largest() }));
     `], { encoding: 'utf8' });
     const { after, held } = JSON.parse(out);
     const size = fs.statSync(FILE).size;
