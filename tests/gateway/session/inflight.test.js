@@ -5,6 +5,8 @@
 // of the answer, the deadline and the end of the connection.
 
 const assert = require('node:assert/strict');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
 const sinon = require('sinon');
 const { InFlight } = require('../../../gateway/session/inflight');
 
@@ -119,6 +121,19 @@ describe('InFlight (unit, fake clock)', () => {
     assert.deepEqual(t.expired, [[1, 30], [2, 30]]);
   });
 
+  it('an expiry that settles the next query as well: the rest due still expire in the same firing', () => {
+    t = setup();
+    const ps = [1, 2, 3, 4].map((id) => t.inflight.add(q(id), 100));
+    const { onDeadline } = t.inflight;
+    t.inflight.onDeadline = (p, lateMs) => {
+      onDeadline(p, lateMs);
+      if (p === ps[0]) t.inflight.settle(ps[1]); // say its reply settled its neighbour
+    };
+    t.clock.tick(100);
+    assert.deepEqual(t.expired.map(([id]) => id), [1, 3, 4]);
+    assert.equal(t.inflight.size, 0);
+  });
+
   it('abortAll: every query settled without a reply, its backend call aborted, counted, the timer gone', () => {
     t = setup();
     const ps = [t.inflight.add(q(1), 100), t.inflight.add(q(2), 100)];
@@ -130,5 +145,42 @@ describe('InFlight (unit, fake clock)', () => {
     t.clock.tick(200);
     assert.deepEqual(t.expired, []);
     assert.equal(t.inflight.settle(ps[0]), false);
+  });
+});
+
+describe('InFlight and the garbage collector', () => {
+  it('settled queries die young: a million turned over at 32 in flight promote almost nothing to the old generation', function () {
+    this.timeout(60_000);
+    // In a process of its own, under V8's --trace-gc-nvp: bytes promoted per query by the young
+    // collections. The books kept in a Set promoted about 220 bytes a query here once a few
+    // hundred thousand had gone through (in the gateway at 32 in flight, 360 KB a young
+    // collection and a full collection every quarter second): a query, its tags and its view
+    // waited for a full collection. A control that keeps each query longer than a young
+    // collection's interval shows that the reading sees promotion (allocation-site pretenuring is
+    // off, so that V8 does not allocate the control's queries in the old generation at once).
+    const turnover = (keepLast) => {
+      const script = `
+        const { InFlight } = require(${JSON.stringify(path.join(__dirname, '../../../gateway/session/inflight'))});
+        const books = new InFlight({ onDeadline() {}, onOutcome() {} });
+        const ring = new Array(32).fill(null);
+        const kept = new Array(${keepLast}).fill(null);
+        for (let n = 0; n < 1000000; n++) {
+          const slot = n % 32;
+          if (ring[slot] !== null) books.settle(ring[slot]);
+          const query = { invokeId: n, tags: [{ a: 'x' + n }, { b: [n] }] };
+          ring[slot] = books.add(query, 250);
+          if (kept.length > 0) kept[n % kept.length] = query;
+          for (let k = 0; k < 5; k++) new Array(30).fill(k); // the rest of a query's allocation
+        }
+        for (const p of ring) books.settle(p);`;
+      const flags = ['--trace-gc', '--trace-gc-nvp', '--no-allocation-site-pretenuring'];
+      const out = execFileSync(process.execPath, [...flags, '-e', script], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+      const promoted = [...out.matchAll(/gc=s .*? promoted=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+      return promoted / 1_000_000;
+    };
+    const perQuery = turnover(0);
+    assert.ok(perQuery < 60, `${perQuery.toFixed(1)} bytes promoted per query`);
+    const control = turnover(100_000);
+    assert.ok(control > 100, `the control promoted ${control.toFixed(1)} bytes per query`);
   });
 });
