@@ -5,7 +5,10 @@
 //     -> Promise<{status, text, retryAfter}> (retryAfter: a 429's or 503's Retry-After header,
 //        only when there is one)
 //     signal: an AbortSignal, or a query's QuerySignal (../abort.js): an engine that hands it on
-//       to a library passes asAbortSignal(signal).
+//       to a library passes asAbortSignal(signal). Every signal the backend gives fires at a
+//       deadline (the query's, a route's timeoutMs, a shadow call's, a token fetch's), so a
+//       request with one has no time limit of the engine's own (undici's headers and body
+//       timers are off for it); one without keeps the engine's.
 //     idempotent: false when a request whose reused connection broke must not be sent again.
 //     group: whose request it is (a router session), for a fair share of connections (undici).
 //     observer: null, or {requestHeaders, headers(statusCode), reconnect()} (../diagnostics.js's

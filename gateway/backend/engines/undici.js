@@ -85,6 +85,13 @@ class Engine {
       const opts = o.absolute === null ? {
         path, method, headers, body,
       } : o.absolute.opts(path, method, headers, body);
+      if (signal) {
+        // Its signal bounds it (engines/index.js): undici's own headers and body timers, 300 s,
+        // would never fire first, and each costs a timer object that lives until undici's next
+        // half-second tick, long enough to be promoted and wait for a full collection.
+        opts.headersTimeout = 0;
+        opts.bodyTimeout = 0;
+      }
       const handler = new Collect(signal, resolve, reject, opts, idempotent ? o : null, observer, group, this.maxResponseBytes);
       if (signal && signal.aborted) {
         handler.onResponseError(null, signal.reason);
