@@ -82,16 +82,14 @@ class Engine {
         reject(new EngineError(failureReason(err, signal), err, -1, signal)); // an invalid origin: new Pool() throws
         return;
       }
+      // A signal bounds the request (engines/index.js): undici's own headers and body timers, 300 s,
+      // would never fire first, and each costs a timer object that lives until undici's next
+      // half-second tick, long enough to be promoted and wait for a full collection. 0: none;
+      // undefined: undici's.
+      const timeout = signal ? 0 : undefined;
       const opts = o.absolute === null ? {
-        path, method, headers, body,
-      } : o.absolute.opts(path, method, headers, body);
-      if (signal) {
-        // Its signal bounds it (engines/index.js): undici's own headers and body timers, 300 s,
-        // would never fire first, and each costs a timer object that lives until undici's next
-        // half-second tick, long enough to be promoted and wait for a full collection.
-        opts.headersTimeout = 0;
-        opts.bodyTimeout = 0;
-      }
+        path, method, headers, body, headersTimeout: timeout, bodyTimeout: timeout,
+      } : o.absolute.opts(path, method, headers, body, timeout);
       const handler = new Collect(signal, resolve, reject, opts, idempotent ? o : null, observer, group, this.maxResponseBytes);
       if (signal && signal.aborted) {
         handler.onResponseError(null, signal.reason);
@@ -126,11 +124,11 @@ class AbsoluteForm {
     this.auth = auth;
   }
 
-  opts(path, method, headers, body) {
+  opts(path, method, headers, body, timeout) {
     const h = { ...headers, host: this.host };
     if (this.auth !== undefined) h['proxy-authorization'] = this.auth;
     return {
-      path: this.origin + path, method, headers: h, body,
+      path: this.origin + path, method, headers: h, body, headersTimeout: timeout, bodyTimeout: timeout,
     };
   }
 }
