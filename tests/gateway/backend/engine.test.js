@@ -14,6 +14,8 @@ const { DEFAULTS } = require('../../../gateway/config');
 const OPTIONS = engineOptions(DEFAULTS.backend); // what a gateway that sets nothing gives its engine
 const { QuerySignal, DEADLINE } = require('../../../gateway/backend/abort');
 const { startTestBackend } = require('../../helpers/stack');
+const { startTinyproxy } = require('../../helpers/real-backend');
+const { compileProxy } = require('../../../gateway/config/backend');
 
 describe('undici engine', () => {
   let backend;
@@ -64,6 +66,22 @@ describe('undici engine', () => {
       assert.ok(parserTimers() >= 5, `${parserTimers()} timers for 5 requests without a signal`);
     } finally {
       timers.restore();
+    }
+  });
+
+  it('an http origin through a forward proxy (a real tinyproxy, requests in absolute form): answered, and no undici timer with a signal', async function () {
+    this.timeout(20_000);
+    const proxy = await startTinyproxy();
+    const timers = sinon.spy(undiciTimers, 'setFastTimeout');
+    try {
+      engine = createEngine('undici', { ...OPTIONS, proxy: compileProxy(proxy.url, {}) });
+      for (let i = 0; i < 5; i++) assert.equal((await post(new QuerySignal())).status, 200);
+      assert.equal(backend.requests.length, 5);
+      assert.ok(proxy.requests() >= 5, `${proxy.requests()} requests through the proxy`);
+      assert.equal(timers.getCalls().filter((c) => c.args[0].name === 'onParserTimeout').length, 0);
+    } finally {
+      timers.restore();
+      await proxy.close();
     }
   });
 
