@@ -179,8 +179,9 @@ class InFlight {
       if (p.deadlineAt <= now) {
         this.onDeadline(p, now - p.deadlineAt);
         // An expiry that settled more than its own query (its reply closed the connection) left
-        // `after` out of the list: go on from the oldest query left.
-        p = after !== null && after.done ? this.head : after;
+        // `after` out of the list: go on from p's new neighbour, or from the oldest query left.
+        if (after === null || !after.done) p = after;
+        else p = p.done ? this.head : p.next;
       } else {
         next = Math.min(next, p.deadlineAt);
         if (this.ordered) break;

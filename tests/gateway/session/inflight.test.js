@@ -134,6 +134,19 @@ describe('InFlight (unit, fake clock)', () => {
     assert.equal(t.inflight.size, 0);
   });
 
+  it('an expiry callback that leaves its own query in the books but settles the next: the firing goes on and ends', () => {
+    t = setup();
+    const ps = [1, 2, 3, 4].map((id) => t.inflight.add(q(id), 100));
+    t.inflight.onDeadline = (p, lateMs) => {
+      t.expired.push([p.query.invokeId, lateMs]);
+      if (p === ps[0]) t.inflight.settle(ps[1]);
+      else t.inflight.settle(p);
+    };
+    t.clock.tick(100);
+    assert.deepEqual(t.expired.map(([id]) => id), [1, 3, 4]);
+    assert.equal(t.inflight.size, 1);
+  });
+
   it('abortAll: every query settled without a reply, its backend call aborted, counted, the timer gone', () => {
     t = setup();
     const ps = [t.inflight.add(q(1), 100), t.inflight.add(q(2), 100)];
