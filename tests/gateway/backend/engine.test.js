@@ -7,7 +7,6 @@
 
 const assert = require('node:assert/strict');
 const sinon = require('sinon');
-const undiciTimers = require('undici/lib/util/timers');
 const { createEngine, engineOptions } = require('../../../gateway/backend/engines');
 const { DEFAULTS } = require('../../../gateway/config');
 
@@ -16,6 +15,16 @@ const { QuerySignal, DEADLINE } = require('../../../gateway/backend/abort');
 const { startTestBackend } = require('../../helpers/stack');
 const { startTinyproxy } = require('../../helpers/real-backend');
 const { compileProxy } = require('../../../gateway/config/backend');
+
+/**
+ * undici's timers module as its Pool loaded it, found in the module cache (the product reaches
+ * undici's files only through engines/undici-parts.js): its setFastTimeout calls are the timers.
+ */
+function undiciTimers() {
+  const file = Object.keys(require.cache).find((f) => /[\\/]undici[\\/]lib[\\/]util[\\/]timers\.js$/.test(f));
+  assert.ok(file, 'undici has no lib/util/timers.js any more: this test reads its setFastTimeout calls, and needs the new place');
+  return require.cache[file].exports;
+}
 
 describe('undici engine', () => {
   let backend;
@@ -55,7 +64,7 @@ describe('undici engine', () => {
     // Each such timer lives until undici's next half-second tick: at 30,000 queries a second, 15,000
     // of them alive at a time, every one promoted to the old generation (docs/performance.md).
     engine = createEngine('undici', OPTIONS);
-    const timers = sinon.spy(undiciTimers, 'setFastTimeout');
+    const timers = sinon.spy(undiciTimers(), 'setFastTimeout');
     try {
       for (let i = 0; i < 20; i++) assert.equal((await post(new QuerySignal())).status, 200);
       for (let i = 0; i < 20; i++) assert.equal((await post(new AbortController().signal)).status, 200);
@@ -72,9 +81,9 @@ describe('undici engine', () => {
   it('an http origin through a forward proxy (a real tinyproxy, requests in absolute form): answered, and no undici timer with a signal', async function () {
     this.timeout(20_000);
     const proxy = await startTinyproxy();
-    const timers = sinon.spy(undiciTimers, 'setFastTimeout');
+    engine = createEngine('undici', { ...OPTIONS, proxy: compileProxy(proxy.url, {}) });
+    const timers = sinon.spy(undiciTimers(), 'setFastTimeout');
     try {
-      engine = createEngine('undici', { ...OPTIONS, proxy: compileProxy(proxy.url, {}) });
       for (let i = 0; i < 5; i++) assert.equal((await post(new QuerySignal())).status, 200);
       assert.equal(backend.requests.length, 5);
       assert.ok(proxy.requests() >= 5, `${proxy.requests()} requests through the proxy`);
