@@ -28,7 +28,7 @@ function readRegularFile(file, { maxBytes, what }) {
     // life of the process, so that V8's threads kept 4 MB more in their malloc arenas
     // (docs/performance.md, "Memory"). The size can change between fstat and read: one byte more
     // than the file to see it grew, and room made as it does, up to one byte past the limit.
-    let buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
+    let buf = Buffer.alloc(st.size + 1); // st.size is within maxBytes here
     let n = 0;
     for (;;) {
       if (n === buf.length) {

@@ -6,7 +6,9 @@
 
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
+const sinon = require('sinon');
 const { loadConfig } = require('../../../gateway/config');
+const { readRegularFile, readTextInPieces } = require('../../../lib/files');
 const { describeQuery } = require('../../../gateway/session/redact');
 const { WireClient } = require('../../helpers/wire');
 const { startStack } = require('../../helpers/stack');
@@ -90,8 +92,6 @@ describe('gateway config: the files an operator names', () => {
     fs.writeFileSync(file, text);
     return file;
   };
-  const sinon = require('sinon');
-  const { readRegularFile, readTextInPieces } = require('../../../lib/files');
   const loadFile = (file, overrides = {}) => loadConfig({ file, env: {}, overrides: { 'backend.url': 'http://crm:8080', ...overrides } });
 
   it('a mode\'s defaults (--embedded-backend: host 127.0.0.1) give way to the file, the environment and the flags', () => {
