@@ -30,17 +30,25 @@ const MAX_NOTES = 20;
 const MIN_ECC_PAIR = 3;
 const MIN_ECC_ELEMENT = 6;
 
-class Notes extends Array {
+/**
+ * The changes made to one answer. A plain list inside, not an Array subclass: a subclass costs
+ * V8's slow paths to make and to spread, on every reply, for notes that are almost always none.
+ */
+class Notes {
+  constructor() {
+    this.items = [];
+    this.more = 0;
+  }
+
   note(text) {
-    if (this.length < MAX_NOTES) this.push(text);
-    else this.more = (this.more || 0) + 1;
+    if (this.items.length < MAX_NOTES) this.items.push(text);
+    else this.more++;
   }
 
   /** The notes as a plain list, the last saying how many were left out. */
   list() {
-    const out = [...this];
-    if (this.more) out.push(`... and ${this.more} more change(s)`);
-    return out;
+    if (this.more > 0) this.items.push(`... and ${this.more} more change(s)`);
+    return this.items;
   }
 }
 
@@ -93,9 +101,9 @@ function fillAnswer(resp, answer, tagLimit = MAX_TAG_DATA, text = ASCII, maxBody
 function fillVars(from, tagLimit, notes, text) {
   let vars;
   for (let n = 1; n <= VAR_COUNT; n++) {
-    const key = String(n);
-    if (!Object.hasOwn(from, key)) continue;
-    const v = toText(from[key], tagLimit, `vars.${key}`, notes, text);
+    // n as a number: an index key, looked up without making its text (the text only for a note).
+    if (!Object.hasOwn(from, n)) continue;
+    const v = toText(from[n], tagLimit, `vars.${n}`, notes, text);
     if (v !== undefined) (vars || (vars = {}))[n] = v;
   }
   return vars;

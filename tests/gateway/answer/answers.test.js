@@ -96,6 +96,14 @@ describe('fillAnswer', () => {
     assert.equal(notes.at(-1), '... and 32 more change(s)');
   });
 
+  it('a var the answer only inherits is not carried, and its getter is not called', () => {
+    const proto = Object.defineProperty({}, '3', { get() { throw new Error('read'); } });
+    const vars = Object.assign(Object.create(proto), { 1: 'a' });
+    const resp = {};
+    assert.deepEqual(fillAnswer(resp, { vars }), []);
+    assert.deepEqual(resp.vars, { 1: 'a' });
+  });
+
   it('an ECC name __proto__ stays a plain property', () => {
     const resp = {};
     fillAnswer(resp, JSON.parse('{"ecc": {"__proto__": "v"}}'));
