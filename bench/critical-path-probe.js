@@ -46,7 +46,8 @@ function pass(step, from) {
   at[step] = t;
 }
 
-// A router's connection is one the process accepted; the backend's, one it opened.
+// A router's connection is one the process accepted; the backend's, one it opened. Nothing else
+// may connect during a run: an admin-port request would count as a router's and start the figures again.
 const fromRouter = (socket) => Boolean(socket._server);
 
 const { push } = net.Socket.prototype;
@@ -60,8 +61,9 @@ net.Socket.prototype.push = function stampedPush(chunk, encoding) {
         counts.clear();
       }
       at = { in: now() };
+    } else {
+      pass('answer in', 'request written');
     }
-    else pass('answer in', 'request written');
   }
   return push.call(this, chunk, encoding);
 };

@@ -28,7 +28,7 @@ const PROBE = path.join(__dirname, 'critical-path-probe.js');
 /** [gap key, what the step is]: the rows, in the order a query passes them. */
 const STEPS = [
   ['in>dispatched', 'framing, decode, session checks'],
-  ['dispatched>started', 'in flight: deadline, query channel'],
+  ['dispatched>started', 'in flight: deadline, query channel, handle'],
   ['started>engine', 'backend layers down, request built'],
   ['in>engine', 'router bytes in -> engine called'],
   ['engine>request written', 'HTTP client: request to the socket'],
