@@ -46,9 +46,11 @@ function pass(step, from) {
   at[step] = t;
 }
 
-// A router's connection is one the process accepted; the backend's, one it opened. Nothing else
-// may connect during a run: an admin-port request would count as a router's and start the figures again.
+// A router's connection is one the process accepted; the backend's, a TCP one it opened (its
+// stdout and stderr are sockets too, without a peer port). Nothing else may connect during a run:
+// an admin-port request would count as a router's and start the figures again.
 const fromRouter = (socket) => Boolean(socket._server);
+const toBackend = (socket) => !socket._server && typeof socket.remotePort === 'number';
 
 const { push } = net.Socket.prototype;
 net.Socket.prototype.push = function stampedPush(chunk, encoding) {
@@ -61,14 +63,15 @@ net.Socket.prototype.push = function stampedPush(chunk, encoding) {
         counts.clear();
       }
       at = { in: now() };
-    } else {
-      pass('answer in', 'request written');
+    } else if (at['answer in'] === undefined && toBackend(this)) {
+      pass('answer in', 'request written'); // its first chunk: an answer may come in more than one
     }
   }
   return push.call(this, chunk, encoding);
 };
 
 function written(socket) {
+  if (!fromRouter(socket) && !toBackend(socket)) return; // a log line
   if (fromRouter(socket)) {
     const t = now();
     gap('answer in', 'reply written', t);
@@ -86,13 +89,12 @@ function written(socket) {
     if (TAILS) setImmediate(() => gap('request written', 'loop turned', now()));
   }
 }
-for (const method of ['_writeGeneric', '_writev']) {
-  const original = net.Socket.prototype[method];
-  net.Socket.prototype[method] = function stampedWrite(...args) {
-    written(this);
-    return original.apply(this, args);
-  };
-}
+// Every write passes here once: Socket's _writev hands its chunks to _writeGeneric too.
+const { _writeGeneric: writeGeneric } = net.Socket.prototype;
+net.Socket.prototype._writeGeneric = function stampedWrite(...args) {
+  written(this);
+  return writeGeneric.apply(this, args);
+};
 
 /** Wraps Class.prototype[method] of the module at file (below ROOT), if it has one. */
 function wrap(file, name, method, around) {

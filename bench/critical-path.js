@@ -6,8 +6,8 @@
 // in flight; this says which steps make the distance. With one query in flight every step is on
 // the router's path: nothing overlaps it. Each process runs bench/critical-path-probe.js
 // (--require), which stamps a query as it passes each step and writes the medians when it exits;
-// a first connection warms each process up, the probe counts from the second; the variants take
-// turns, and each figure is the median of the runs' medians, in microseconds.
+// a first connection warms each process up, the probe counts the second (the last) only; the
+// variants take turns, and each figure is the median of the runs' medians, in microseconds.
 //
 // The bare proxy also runs with --liftoff-only, the V8 flag the gateway sets itself (lib/heap.js,
 // for its memory): undici's HTTP parser then runs as V8's baseline compiler left it. That column
@@ -53,8 +53,8 @@ if (TAILS) {
 async function startVariant(variant, backendUrl) {
   const probe = ['--require', PROBE];
   if (variant.bin === undefined) return startBareProxy(backendUrl, [...variant.nodeArgs, ...probe]);
-  const p = await startGateway(backendUrl, [], variant.bin, probe);
-  return p;
+  const own = (process.env.BENCH_GATEWAY_NODE_ARGS || '').split(' ').filter(Boolean);
+  return startGateway(backendUrl, [], variant.bin, [...own, ...probe]);
 }
 
 /** One run of one variant: its medians by gap key, and the client's rate. */
