@@ -19,7 +19,7 @@
 
 const path = require('node:path');
 const {
-  startPlainBackend, startGateway, startBareProxy, runClient, median, REPEATS, SECONDS,
+  startPlainBackend, startGateway, startBareProxy, runClient, median, REPEATS, SECONDS, GATEWAY_NODE_ARGS,
 } = require('./harness');
 const { table, writeResult } = require('./report');
 
@@ -53,8 +53,7 @@ if (TAILS) {
 async function startVariant(variant, backendUrl) {
   const probe = ['--require', PROBE];
   if (variant.bin === undefined) return startBareProxy(backendUrl, [...variant.nodeArgs, ...probe]);
-  const own = (process.env.BENCH_GATEWAY_NODE_ARGS || '').split(' ').filter(Boolean);
-  return startGateway(backendUrl, [], variant.bin, [...own, ...probe]);
+  return startGateway(backendUrl, [], variant.bin, [...GATEWAY_NODE_ARGS, ...probe]);
 }
 
 /** One run of one variant: its medians by gap key, and the client's rate. */

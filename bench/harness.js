@@ -180,5 +180,5 @@ const SECONDS = Number(process.env.BENCH_SECONDS || 3);
 
 module.exports = {
   start, startBare, startBareProxy, startPlainBackend, startRestSim, startGateway, startGatewayProcess, runClient, runDirect, cpuMeter, medianRun, median,
-  REPEATS, SECONDS, QUERY, BIN,
+  REPEATS, SECONDS, QUERY, BIN, GATEWAY_NODE_ARGS,
 };
