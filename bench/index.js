@@ -11,7 +11,7 @@ const BENCHES = [
   ['bare', 'bare.js', 'heartbeats: gateway vs a bare server with the same framing'],
   ['http', 'http.js', 'queries: gateway vs its HTTP engine called directly; undici vs axios'],
   ['limit', 'limit.js', 'queries against the physical limit: bare framed round trip + direct HTTP'],
-  ['critical-path', 'critical-path.js', 'one query in flight: the gateway\'s side of the round trip, step by step, beside the bare proxy\'s'],
+  ['critical-path', 'critical-path.js', 'one query in flight, beside the bare proxy: the gateway\'s side step by step, the round trip hop by hop'],
   ['alloc', 'alloc.js', 'what a query allocates: young-generation collections under sequential queries'],
   ['profile', 'profile.js', 'where a query\'s CPU goes, kind by kind, in the gateway and in the bare proxy at 32 in flight'],
   ['open-loop', 'open-loop.js', 'fixed rates through the router simulator'],
