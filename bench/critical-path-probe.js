@@ -12,7 +12,6 @@ const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { Moments, M } = require('./hops');
 
 const ROOT = process.env.CRITICAL_PATH_ROOT || path.join(__dirname, '..');
 const KEEP = 100_000; // samples per step: the last ones count
@@ -25,10 +24,6 @@ let at = {}; // step -> when the query in flight passed it
 const gaps = new Map(); // "from>to" -> Float64Array ring
 const counts = new Map();
 const routers = new WeakSet();
-// CRITICAL_PATH_HOPS=middle: also the moments bytes arrive and leave, on the clock every process
-// shares, for the round trip's hops between processes (bench/hops.js), written at exit to the
-// file CRITICAL_PATH_HOPS_FILE names.
-const moments = process.env.CRITICAL_PATH_HOPS === 'middle' ? new Moments() : null;
 
 function gap(from, to, t) {
   const t0 = at[from];
@@ -66,13 +61,10 @@ net.Socket.prototype.push = function stampedPush(chunk, encoding) {
         routers.add(this);
         gaps.clear();
         counts.clear();
-        if (moments !== null) moments.clear();
       }
       at = { in: now() };
-      if (moments !== null) moments.add(M['middle bytes in']);
     } else if (at['answer in'] === undefined && toBackend(this)) {
       pass('answer in', 'request written'); // its first chunk: an answer may come in more than one
-      if (moments !== null) moments.add(M['answer bytes in']);
     }
   }
   return push.call(this, chunk, encoding);
@@ -81,7 +73,6 @@ net.Socket.prototype.push = function stampedPush(chunk, encoding) {
 function written(socket) {
   if (!fromRouter(socket) && !toBackend(socket)) return; // a log line
   if (fromRouter(socket)) {
-    if (moments !== null) moments.add(M['reply written']);
     const t = now();
     gap('answer in', 'reply written', t);
     gap('answer parsed', 'reply written', t);
@@ -91,7 +82,6 @@ function written(socket) {
       setImmediate(() => gap('reply written', 'loop turned', now()));
     }
   } else {
-    if (moments !== null) moments.add(M['request written']);
     const t = now();
     gap('in', 'request written', t);
     gap('engine', 'request written', t);
@@ -157,5 +147,4 @@ process.on('exit', () => {
     medians[key] = sorted[Math.floor(n / 2)] * 1000; // microseconds
   }
   fs.writeSync(2, `critical-path ${JSON.stringify({ medians, queries: counts.get('in>request written') || 0 })}\n`);
-  if (moments !== null) fs.writeFileSync(process.env.CRITICAL_PATH_HOPS_FILE, JSON.stringify(moments));
 });

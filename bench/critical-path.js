@@ -13,11 +13,11 @@
 // for its memory): undici's HTTP parser then runs as V8's baseline compiler left it. That column
 // tells how much of the gateway's "answer parsed" step is the flag, not the gateway's own code.
 //
-// A second table follows the whole round trip from process to process (bench/hops.js): the
-// router's write to its bytes in the middle, the middle's side, its request to the backend having
-// it, and so on back to the router's next write. Each run has a backend of its own. On a machine
-// whose processes share cores, the hand-offs between processes are most of a round trip, and they
-// change from run to run with where the scheduler wakes each process: the run-by-run lines show it.
+// A second table follows the whole round trip from process to process (bench/hops.js), in runs of
+// its own (the step stamps' own work would count in it): the router's write to its bytes in the
+// middle, the middle's side, its request to the backend having it, and so on back to the router's
+// next write, each hop's median and mean. On a machine whose processes share cores the hand-offs
+// between processes are most of a round trip; the run-by-run lines show how they move.
 //   node bench/critical-path.js
 //   BENCH_REPEATS=5 BENCH_SECONDS=3 node bench/critical-path.js
 //   BENCH_BASELINE_BIN=/path/to/older/checkout/bin/ged145.js node bench/critical-path.js   (a second build, interleaved)
@@ -30,9 +30,11 @@ const {
   start, startGateway, startBareProxy, runClient, median, REPEATS, SECONDS, GATEWAY_NODE_ARGS,
 } = require('./harness');
 const { table, writeResult } = require('./report');
-const { HOPS, hopTimes, routerMoments } = require('./hops');
+const { HOPS, MOMENT, Moments, hopTimes } = require('./hops');
 
 const PROBE = path.join(__dirname, 'critical-path-probe.js');
+const HOPS_MIDDLE = path.join(__dirname, 'hops-middle.js');
+const HOPS_BACKEND = path.join(__dirname, 'hops-backend.js');
 
 /** [gap key, what the step is]: the rows, in the order a query passes them. */
 const STEPS = [
@@ -58,46 +60,78 @@ if (TAILS) {
   );
 }
 
-/** Starts one variant with the probe in its process: {port, child, stop}. */
-async function startVariant(variant, backendUrl) {
-  const probe = ['--require', PROBE];
-  if (variant.bin === undefined) return startBareProxy(backendUrl, [...variant.nodeArgs, ...probe]);
-  return startGateway(backendUrl, [], variant.bin, [...GATEWAY_NODE_ARGS, ...probe]);
+/** Starts one variant with a probe (--require) in its process: {port, child, stop}. */
+async function startVariant(variant, backendUrl, probe) {
+  const preload = ['--require', probe];
+  if (variant.bin === undefined) return startBareProxy(backendUrl, [...variant.nodeArgs, ...preload]);
+  return startGateway(backendUrl, [], variant.bin, [...GATEWAY_NODE_ARGS, ...preload]);
 }
 
-/** One run of one variant, with a backend of its own: its medians by gap key, the client's rate, and each process's moments (bench/hops.js). */
-async function runOnce(variant, dir) {
-  // The backend notes when each request reached it and when its answer left.
-  const backendFile = path.join(dir, 'backend.json');
-  const backend = await start(['--require', path.join(__dirname, 'hops.js'), path.join(__dirname, 'plain-backend.js')], /^(\d+)\n/, {
-    env: { CRITICAL_PATH_HOPS: 'backend', CRITICAL_PATH_HOPS_FILE: backendFile },
-  });
+/**
+ * One run of one variant against a backend of its own: a first connection warms the process up,
+ * the second is measured (observe: told of its writes and reads). After: its stderr, its rate.
+ */
+async function runVariant(variant, probe, { backendEnv = {}, backendArgs = [], observe = null } = {}) {
   // The probe finds the gateway's modules below the checkout it runs from.
   process.env.CRITICAL_PATH_ROOT = variant.root;
   process.env.CRITICAL_PATH_TAILS = TAILS ? '1' : '0';
-  process.env.CRITICAL_PATH_HOPS = 'middle';
-  process.env.CRITICAL_PATH_HOPS_FILE = path.join(dir, 'middle.json');
+  const backend = await start([...backendArgs, path.join(__dirname, 'plain-backend.js')], /^(\d+)\n/, { env: backendEnv });
   let p;
   let r;
   let err = '';
-  const router = routerMoments();
   try {
-    p = await startVariant(variant, `http://127.0.0.1:${backend.match[1]}`);
+    p = await startVariant(variant, `http://127.0.0.1:${backend.match[1]}`, probe);
     p.child.stderr.on('data', (c) => { err += c; });
-    // A first connection warms the process up; the probe counts from the second one on.
     await runClient({ port: p.port, kind: 'query', window: 1, durationMs: 1000 });
-    router.watch(p.port);
-    r = await runClient({ port: p.port, kind: 'query', window: 1, durationMs: SECONDS * 1000 });
+    r = await runClient({
+      port: p.port, kind: 'query', window: 1, durationMs: SECONDS * 1000, observe,
+    });
   } finally {
-    router.restore();
+    // The probes write what they noted as their processes exit.
     if (p !== undefined) await p.stop();
     await backend.stop();
   }
+  return { err, rate: r.rate };
+}
+
+/** A run of the step table: the probe's medians by gap key, and the client's rate. */
+async function stepRun(variant, label) {
+  const { err, rate } = await runVariant(variant, PROBE);
   const line = /^critical-path (.*)$/m.exec(err);
-  if (line === null) throw new Error(`${variant.name}: the probe wrote no figures${err ? `: ${err.slice(-500)}` : ''}`);
-  const read = (file) => JSON.parse(fs.readFileSync(file, 'utf8'));
+  if (line === null) throw new Error(`${label}: the probe wrote no figures${err ? `: ${err.slice(-500)}` : ''}`);
+  return { ...JSON.parse(line[1]), rate };
+}
+
+/** A run of the hop table: each hop's median and mean, the round trips counted, and the client's rate. */
+async function hopRun(variant, label, dir) {
+  const stem = label.replace(/\W+/g, '-');
+  const files = { middle: path.join(dir, `${stem}.middle.json`), backend: path.join(dir, `${stem}.backend.json`) };
+  const router = new Moments();
+  process.env.CRITICAL_PATH_HOPS_FILE = files.middle; // for the middle's probe, as the gateway's children get no env of their own
+  let rate;
+  try {
+    ({ rate } = await runVariant(variant, HOPS_MIDDLE, {
+      backendArgs: ['--require', HOPS_BACKEND],
+      backendEnv: { CRITICAL_PATH_HOPS_FILE: files.backend },
+      observe: { sent: () => router.add(MOMENT['router write']), received: () => router.add(MOMENT['router bytes in']) },
+    }));
+  } finally {
+    delete process.env.CRITICAL_PATH_HOPS_FILE;
+  }
+  const read = (file) => {
+    if (!fs.existsSync(file)) throw new Error(`${label}: ${path.basename(file)} was not written: the process did not exit on its own`);
+    const moments = JSON.parse(fs.readFileSync(file, 'utf8'));
+    fs.rmSync(file);
+    return moments;
+  };
+  const times = hopTimes(router.toJSON(), read(files.middle), read(files.backend));
+  if (times[0].length === 0) throw new Error(`${label}: no round trip could be followed from process to process`);
+  const mean = (xs) => xs.reduce((sum, x) => sum + x, 0) / xs.length;
   return {
-    ...JSON.parse(line[1]), rate: r.rate, moments: { router: router.toJSON(), middle: read(process.env.CRITICAL_PATH_HOPS_FILE), backend: read(backendFile) },
+    rate,
+    counted: times[0].length,
+    medians: Object.fromEntries(HOPS.map(([from, to], h) => [`${from}>${to}`, median(times[h])])),
+    means: Object.fromEntries(HOPS.map(([from, to], h) => [`${from}>${to}`, mean(times[h])])),
   };
 }
 
@@ -116,20 +150,19 @@ async function main() {
   // The processes' moments for the hops go through files in a directory of the bench's own.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ged145-critical-path-'));
   const runs = new Map(variants.map((v) => [v, []]));
+  const hopRuns = new Map(variants.map((v) => [v, []]));
   try {
     for (let i = 0; i < REPEATS; i++) {
       // Variants take turns going first, so that none always meets the machine in the same state.
       const order = i % 2 === 0 ? variants : [...variants].reverse();
-      for (const v of order) runs.get(v).push(await runOnce(v, dir));
+      for (const v of order) {
+        const label = `${v.name} run ${i + 1}`;
+        runs.get(v).push(await stepRun(v, label));
+        hopRuns.get(v).push(await hopRun(v, label, dir));
+      }
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
-  }
-  for (const r of [...runs.values()].flat()) {
-    const times = hopTimes(r.moments.router, r.moments.middle, r.moments.backend);
-    if (times[0].length === 0) throw new Error('no round trip could be followed from process to process');
-    r.hops = { counted: times[0].length, medians: Object.fromEntries(HOPS.map(([from, to], h) => [`${from}>${to}`, median(times[h])])) };
-    delete r.moments;
   }
   const fig = (v, key) => {
     const xs = runs.get(v).map((r) => r.medians[key]).filter((x) => x !== undefined);
@@ -149,17 +182,21 @@ async function main() {
   process.stdout.write(table(['step', ...variants.map((v) => v.name)], rows));
 
   // The whole round trip, hop by hop between the processes; "the middle" is the gateway or the bare proxy.
-  const hop = (v, key) => median(runs.get(v).map((r) => r.hops.medians[key]));
-  const hopRows = HOPS.map(([from, to, what]) => [what, ...variants.map((v) => us(hop(v, `${from}>${to}`)))]);
-  hopRows.push(['the hops together', ...variants.map((v) => us(HOPS.reduce((sum, [from, to]) => sum + hop(v, `${from}>${to}`), 0)))]);
-  hopRows.push(['round trips counted (median of the runs)', ...variants.map((v) => String(median(runs.get(v).map((r) => r.hops.counted))))]);
-  process.stdout.write(`\nthe round trip between the processes, hop by hop, us, median of ${REPEATS} runs\n`);
-  process.stdout.write(table(['hop', ...variants.map((v) => v.name)], hopRows));
-  // Run by run: a process woken on a core that was idle waits for it to wake, so these move together.
-  const each = (v, key) => runs.get(v).map((r) => r.hops.medians[key].toFixed(0)).join(' ');
-  process.stdout.write('\nrun by run, us: round trip | router write -> middle | answer write -> middle | to the backend | to the router\n');
+  const hop = (v, key, kind) => median(hopRuns.get(v).map((r) => r[kind][key]));
+  const keys = HOPS.map(([from, to]) => `${from}>${to}`);
+  const both = (v, key) => [us(hop(v, key, 'medians')), us(hop(v, key, 'means'))];
+  const hopRows = HOPS.map(([, , what], h) => [what, ...variants.flatMap((v) => both(v, keys[h]))]);
+  const sum = (v, kind) => us(keys.reduce((total, key) => total + hop(v, key, kind), 0));
+  hopRows.push(['the hops together', ...variants.flatMap((v) => [sum(v, 'medians'), sum(v, 'means')])]);
+  hopRows.push(['round trip at the router (1 / rate)', ...variants.flatMap((v) => ['', us(median(hopRuns.get(v).map((r) => 1e6 / r.rate)))])]);
+  hopRows.push(['round trips followed', ...variants.flatMap((v) => ['', String(median(hopRuns.get(v).map((r) => r.counted)))])]);
+  process.stdout.write(`\nthe round trip between the processes, hop by hop, us: medians and means of each run's, median of ${REPEATS} runs\n`);
+  process.stdout.write(table(['hop', ...variants.flatMap((v) => [v.name, 'mean'])], hopRows));
+  // Run by run: the hand-offs, which move with where the scheduler wakes each process (docs/performance.md).
+  const each = (v, key) => hopRuns.get(v).map((r) => r.medians[key].toFixed(0)).join(' ');
+  process.stdout.write('\nrun by run, us: round trip | router write -> middle | answer write -> middle | to the backend | to the router (medians)\n');
   for (const v of variants) {
-    const trips = runs.get(v).map((r) => (1e6 / r.rate).toFixed(0)).join(' ');
+    const trips = hopRuns.get(v).map((r) => (1e6 / r.rate).toFixed(0)).join(' ');
     process.stdout.write(`  ${v.name}: ${trips} | ${each(v, 'router write>middle bytes in')} | ${each(v, 'answer written>answer bytes in')}`
       + ` | ${each(v, 'request written>backend has the request')} | ${each(v, 'reply written>router bytes in')}\n`);
   }
@@ -171,8 +208,9 @@ async function main() {
       steps: Object.fromEntries(STEPS.map(([key]) => [key, fig(v, key)])),
       gatewaySideUs: ours(v),
       roundTripUs: roundTrip(v),
-      hops: Object.fromEntries(HOPS.map(([from, to]) => [`${from}>${to}`, hop(v, `${from}>${to}`)])),
+      hops: Object.fromEntries(keys.map((key) => [key, { median: hop(v, key, 'medians'), mean: hop(v, key, 'means') }])),
       runs: runs.get(v),
+      hopRuns: hopRuns.get(v),
     })),
   });
 }

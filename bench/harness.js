@@ -79,9 +79,12 @@ const QUERY = { routerCallDay: 1, subtype: 'customer.lookup', clid: '5551000042'
 /**
  * A closed-loop GED-145 client: `window` requests outstanding for `durationMs`.
  * kind 'heartbeat' | 'query'. Returns {rate, p50, p99, p999, max (ms), errors, lost, duplicated,
- * cpuUsPerQuery (the client's own CPU)}.
+ * cpuUsPerQuery (the client's own CPU)}. observe: {sent(), received()}, told of each write and
+ * each chunk read (bench/critical-path.js notes their moments), or null.
  */
-async function runClient({ port, kind = 'heartbeat', window = 1, durationMs = 3000, warmupMs = 500 }) {
+async function runClient({
+  port, kind = 'heartbeat', window = 1, durationMs = 3000, warmupMs = 500, observe = null,
+}) {
   const socket = net.connect(port, '127.0.0.1');
   socket.setNoDelay(true);
   await new Promise((r, j) => { socket.once('connect', r); socket.once('error', j); });
@@ -100,6 +103,7 @@ async function runClient({ port, kind = 'heartbeat', window = 1, durationMs = 30
   const send = () => {
     const id = nextId++;
     pending.set(id, performance.now());
+    if (observe !== null) observe.sent();
     socket.write(kind === 'heartbeat' ? serialize.heartbeatReq(id) : serialize.queryReq({ ...QUERY, invokeId: id, routerCallKey: id }));
   };
   const reader = new MessageReader({
@@ -120,7 +124,10 @@ async function runClient({ port, kind = 'heartbeat', window = 1, durationMs = 30
     },
     onError: () => { errors++; },
   });
-  socket.on('data', (c) => reader.push(c));
+  socket.on('data', (c) => {
+    if (observe !== null) observe.received();
+    reader.push(c);
+  });
   socket.write(serialize.openReq({ invokeId: 0xffffffff, version: 2, idleTimeoutMs: 60_000, config: 'bench' }));
   await opened;
   for (let i = 0; i < window; i++) send();

@@ -1,0 +1,29 @@
+'use strict';
+
+// Loaded with --require into the backend (bench/plain-backend.js) by bench/critical-path.js, never
+// by the product: it notes when node:http hands each request over (its bytes read and its head
+// parsed) and when each answer is written (bench/hops.js), and writes them at exit to the file
+// CRITICAL_PATH_HOPS_FILE names.
+
+const fs = require('node:fs');
+const http = require('node:http');
+const net = require('node:net');
+const { Moments, MOMENT } = require('./hops');
+
+const moments = new Moments();
+
+const { emit } = http.Server.prototype;
+http.Server.prototype.emit = function notedEmit(event, ...args) {
+  if (event === 'request') moments.add(MOMENT['backend has the request']);
+  return emit.call(this, event, ...args);
+};
+// Every write passes here once: Socket's _writev hands its chunks to _writeGeneric too. Its
+// stdout and stderr are sockets without a peer port.
+const { _writeGeneric: writeGeneric } = net.Socket.prototype;
+net.Socket.prototype._writeGeneric = function notedWrite(...args) {
+  if (typeof this.remotePort === 'number') moments.add(MOMENT['answer written']);
+  return writeGeneric.apply(this, args);
+};
+
+process.on('SIGTERM', () => process.exit(0));
+process.on('exit', () => fs.writeFileSync(process.env.CRITICAL_PATH_HOPS_FILE, JSON.stringify(moments)));
