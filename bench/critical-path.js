@@ -27,7 +27,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const {
-  start, startGateway, startBareProxy, runClient, median, REPEATS, SECONDS, GATEWAY_NODE_ARGS,
+  startPlainBackend, startGateway, startBareProxy, runClient, median, REPEATS, SECONDS, GATEWAY_NODE_ARGS,
 } = require('./harness');
 const { table, writeResult } = require('./report');
 const { HOPS, MOMENT, Moments, hopTimes } = require('./hops');
@@ -60,27 +60,27 @@ if (TAILS) {
   );
 }
 
-/** Starts one variant with a probe (--require) in its process: {port, child, stop}. */
-async function startVariant(variant, backendUrl, probe) {
+/** Starts one variant with a probe (--require) in its process, env its variables: {port, child, stop}. */
+async function startVariant(variant, backendUrl, probe, env) {
   const preload = ['--require', probe];
-  if (variant.bin === undefined) return startBareProxy(backendUrl, [...variant.nodeArgs, ...preload]);
-  return startGateway(backendUrl, [], variant.bin, [...GATEWAY_NODE_ARGS, ...preload]);
+  if (variant.bin === undefined) return startBareProxy(backendUrl, [...variant.nodeArgs, ...preload], env);
+  return startGateway(backendUrl, [], variant.bin, [...GATEWAY_NODE_ARGS, ...preload], env);
 }
 
 /**
  * One run of one variant against a backend of its own: a first connection warms the process up,
- * the second is measured (observe: told of its writes and reads). After: its stderr, its rate.
+ * the second is measured (observe: told of its writes and reads). env: more variables for the
+ * variant's process, backend: {nodeArgs, env} for the backend's. After: its stderr, its rate.
  */
-async function runVariant(variant, probe, { backendEnv = {}, backendArgs = [], observe = null } = {}) {
+async function runVariant(variant, probe, { env = {}, backend: own = {}, observe = null } = {}) {
+  const backend = await startPlainBackend(own.nodeArgs, own.env);
   // The probe finds the gateway's modules below the checkout it runs from.
-  process.env.CRITICAL_PATH_ROOT = variant.root;
-  process.env.CRITICAL_PATH_TAILS = TAILS ? '1' : '0';
-  const backend = await start([...backendArgs, path.join(__dirname, 'plain-backend.js')], /^(\d+)\n/, { env: backendEnv });
+  const probeEnv = { CRITICAL_PATH_ROOT: variant.root, CRITICAL_PATH_TAILS: TAILS ? '1' : '0', ...env };
   let p;
   let r;
   let err = '';
   try {
-    p = await startVariant(variant, `http://127.0.0.1:${backend.match[1]}`, probe);
+    p = await startVariant(variant, backend.url, probe, probeEnv);
     p.child.stderr.on('data', (c) => { err += c; });
     await runClient({ port: p.port, kind: 'query', window: 1, durationMs: 1000 });
     r = await runClient({
@@ -94,44 +94,43 @@ async function runVariant(variant, probe, { backendEnv = {}, backendArgs = [], o
   return { err, rate: r.rate };
 }
 
+const tail = (err) => (err ? `: ${err.slice(-500)}` : '');
+
 /** A run of the step table: the probe's medians by gap key, and the client's rate. */
 async function stepRun(variant, label) {
   const { err, rate } = await runVariant(variant, PROBE);
   const line = /^critical-path (.*)$/m.exec(err);
-  if (line === null) throw new Error(`${label}: the probe wrote no figures${err ? `: ${err.slice(-500)}` : ''}`);
+  if (line === null) throw new Error(`${label}: the probe wrote no figures${tail(err)}`);
   return { ...JSON.parse(line[1]), rate };
 }
 
-/** A run of the hop table: each hop's median and mean, the round trips counted, and the client's rate. */
+/**
+ * A run of the hop table: each hop's median and mean, their sums (the means' is the mean round
+ * trip of those followed), the round trips followed, and the client's rate.
+ */
 async function hopRun(variant, label, dir) {
   const stem = label.replace(/\W+/g, '-');
   const files = { middle: path.join(dir, `${stem}.middle.json`), backend: path.join(dir, `${stem}.backend.json`) };
   const router = new Moments();
-  process.env.CRITICAL_PATH_HOPS_FILE = files.middle; // for the middle's probe, as the gateway's children get no env of their own
-  let rate;
-  try {
-    ({ rate } = await runVariant(variant, HOPS_MIDDLE, {
-      backendArgs: ['--require', HOPS_BACKEND],
-      backendEnv: { CRITICAL_PATH_HOPS_FILE: files.backend },
-      observe: { sent: () => router.add(MOMENT['router write']), received: () => router.add(MOMENT['router bytes in']) },
-    }));
-  } finally {
-    delete process.env.CRITICAL_PATH_HOPS_FILE;
-  }
+  const { err, rate } = await runVariant(variant, HOPS_MIDDLE, {
+    env: { CRITICAL_PATH_HOPS_FILE: files.middle },
+    backend: { nodeArgs: ['--require', HOPS_BACKEND], env: { CRITICAL_PATH_HOPS_FILE: files.backend } },
+    observe: { sent: () => router.add(MOMENT['router write']), received: () => router.add(MOMENT['router bytes in']) },
+  });
   const read = (file) => {
-    if (!fs.existsSync(file)) throw new Error(`${label}: ${path.basename(file)} was not written: the process did not exit on its own`);
+    if (!fs.existsSync(file)) throw new Error(`${label}: ${path.basename(file)} was not written: the process did not exit on its own${tail(err)}`);
     const moments = JSON.parse(fs.readFileSync(file, 'utf8'));
     fs.rmSync(file);
     return moments;
   };
   const times = hopTimes(router.toJSON(), read(files.middle), read(files.backend));
-  if (times[0].length === 0) throw new Error(`${label}: no round trip could be followed from process to process`);
+  if (times.some((xs) => xs.length === 0)) throw new Error(`${label}: no round trip could be followed from process to process${tail(err)}`);
   const mean = (xs) => xs.reduce((sum, x) => sum + x, 0) / xs.length;
+  const medians = Object.fromEntries(HOPS.map(([from, to], h) => [`${from}>${to}`, median(times[h])]));
+  const means = Object.fromEntries(HOPS.map(([from, to], h) => [`${from}>${to}`, mean(times[h])]));
+  const sum = (figures) => Object.values(figures).reduce((total, x) => total + x, 0);
   return {
-    rate,
-    counted: times[0].length,
-    medians: Object.fromEntries(HOPS.map(([from, to], h) => [`${from}>${to}`, median(times[h])])),
-    means: Object.fromEntries(HOPS.map(([from, to], h) => [`${from}>${to}`, mean(times[h])])),
+    rate, counted: times[0].length, medians, means, sums: { medians: sum(medians), means: sum(means) },
   };
 }
 
@@ -186,12 +185,13 @@ async function main() {
   const keys = HOPS.map(([from, to]) => `${from}>${to}`);
   const both = (v, key) => [us(hop(v, key, 'medians')), us(hop(v, key, 'means'))];
   const hopRows = HOPS.map(([, , what], h) => [what, ...variants.flatMap((v) => both(v, keys[h]))]);
-  const sum = (v, kind) => us(keys.reduce((total, key) => total + hop(v, key, kind), 0));
-  hopRows.push(['the hops together', ...variants.flatMap((v) => [sum(v, 'medians'), sum(v, 'means')])]);
+  // Each run's hops added up, then the median of the runs: a sum of medians taken run by run would mix runs.
+  const together = (v, kind) => us(median(hopRuns.get(v).map((r) => r.sums[kind])));
+  hopRows.push(['the hops together', ...variants.flatMap((v) => [together(v, 'medians'), together(v, 'means')])]);
   hopRows.push(['round trip at the router (1 / rate)', ...variants.flatMap((v) => ['', us(median(hopRuns.get(v).map((r) => 1e6 / r.rate)))])]);
   hopRows.push(['round trips followed', ...variants.flatMap((v) => ['', String(median(hopRuns.get(v).map((r) => r.counted)))])]);
-  process.stdout.write(`\nthe round trip between the processes, hop by hop, us: medians and means of each run's, median of ${REPEATS} runs\n`);
-  process.stdout.write(table(['hop', ...variants.flatMap((v) => [v.name, 'mean'])], hopRows));
+  process.stdout.write(`\nthe round trip between the processes, hop by hop, us: each run's medians and means, median of ${REPEATS} runs\n`);
+  process.stdout.write(table(['hop', ...variants.flatMap((v) => [`${v.name}: median`, 'mean'])], hopRows));
   // Run by run: the hand-offs, which move with where the scheduler wakes each process (docs/performance.md).
   const each = (v, key) => hopRuns.get(v).map((r) => r.medians[key].toFixed(0)).join(' ');
   process.stdout.write('\nrun by run, us: round trip | router write -> middle | answer write -> middle | to the backend | to the router (medians)\n');

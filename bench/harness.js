@@ -27,14 +27,18 @@ async function start(args, ready, { env = {} } = {}) {
  * run), with nodeArgs for its process: {child, pid, port, adminPort, stop}. This checkout says
  * where it listens with --ready-json; an older build is read from its log lines.
  */
-async function startGatewayProcess({ bin = BIN, nodeArgs = [], args = [] }) {
+async function startGatewayProcess({
+  bin = BIN, nodeArgs = [], args = [], env = {},
+}) {
   const cli = ['gateway', ...args];
   if (bin === BIN) {
-    const p = await startChild({ cli, nodeArgs, cwd: ROOT });
+    const p = await startChild({
+      cli, nodeArgs, env, cwd: ROOT,
+    });
     return { child: p.child, pid: p.pid, port: p.ready.port, adminPort: p.ready.adminPort, stop: () => stop(p.child) };
   }
   const p = await startChild({
-    cli, bin, nodeArgs, cwd: ROOT, readyPattern: /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on http:\/\/[\d.]+:(\d+)/,
+    cli, bin, nodeArgs, env, cwd: ROOT, readyPattern: /listening for ICM routers on [\d.]+:(\d+)[\s\S]*admin on http:\/\/[\d.]+:(\d+)/,
   });
   return { child: p.child, pid: p.pid, port: Number(p.match[1]), adminPort: Number(p.match[2]), stop: () => stop(p.child) };
 }
@@ -49,13 +53,14 @@ function stop(child) {
   });
 }
 
-/** A bench/ script that prints the port it listens on. */
-const startListener = (file, args = [], nodeArgs = []) => start([...nodeArgs, path.join(__dirname, file), ...args], /^(\d+)\n/)
+/** A bench/ script that prints the port it listens on; env: more variables for its process. */
+const startListener = (file, args = [], nodeArgs = [], env = {}) => start([...nodeArgs, path.join(__dirname, file), ...args], /^(\d+)\n/, { env })
   .then((p) => ({ ...p, port: Number(p.match[1]) }));
 const startBare = () => startListener('bare-server.js');
 /** nodeArgs: for its process (bench/profile.js: --cpu-prof). */
-const startBareProxy = (backendUrl, nodeArgs = []) => startListener('bare-proxy.js', [backendUrl], nodeArgs);
-const startPlainBackend = () => startListener('plain-backend.js').then((p) => ({ ...p, url: `http://127.0.0.1:${p.port}` }));
+const startBareProxy = (backendUrl, nodeArgs = [], env = {}) => startListener('bare-proxy.js', [backendUrl], nodeArgs, env);
+const startPlainBackend = (nodeArgs = [], env = {}) => startListener('plain-backend.js', [], nodeArgs, env)
+  .then((p) => ({ ...p, url: `http://127.0.0.1:${p.port}` }));
 async function startRestSim() {
   const p = await startChild({ cli: ['rest-sim', '--port', '0'], cwd: ROOT });
   return { child: p.child, pid: p.pid, url: p.ready.url, stop: () => stop(p.child) };
@@ -66,11 +71,12 @@ const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS || '').split(' ')
 
 /**
  * A gateway on free ports; bin: another checkout's bin/ged145.js, to compare builds in one run;
- * nodeArgs: Node/V8 flags for this gateway (BENCH_GATEWAY_NODE_ARGS by default).
+ * nodeArgs: Node/V8 flags for this gateway (BENCH_GATEWAY_NODE_ARGS by default); env: more
+ * variables for its process.
  */
-function startGateway(backendUrl, extra = [], bin = BIN, nodeArgs = GATEWAY_NODE_ARGS) {
+function startGateway(backendUrl, extra = [], bin = BIN, nodeArgs = GATEWAY_NODE_ARGS, env = {}) {
   return startGatewayProcess({
-    bin, nodeArgs, args: ['--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra],
+    bin, nodeArgs, env, args: ['--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--backend', backendUrl, '--log-level', 'info', ...extra],
   });
 }
 
@@ -103,8 +109,9 @@ async function runClient({
   const send = () => {
     const id = nextId++;
     pending.set(id, performance.now());
+    const bytes = kind === 'heartbeat' ? serialize.heartbeatReq(id) : serialize.queryReq({ ...QUERY, invokeId: id, routerCallKey: id });
     if (observe !== null) observe.sent();
-    socket.write(kind === 'heartbeat' ? serialize.heartbeatReq(id) : serialize.queryReq({ ...QUERY, invokeId: id, routerCallKey: id }));
+    socket.write(bytes);
   };
   const reader = new MessageReader({
     direction: DIRECTION.HOST_TO_ROUTER,

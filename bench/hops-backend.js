@@ -5,23 +5,21 @@
 // parsed) and when each answer is written (bench/hops.js), and writes them at exit to the file
 // CRITICAL_PATH_HOPS_FILE names.
 
+const diagnostics = require('node:diagnostics_channel');
 const fs = require('node:fs');
-const http = require('node:http');
 const net = require('node:net');
 const { Moments, MOMENT } = require('./hops');
 
 const moments = new Moments();
+const accepted = new WeakSet();
 
-const { emit } = http.Server.prototype;
-http.Server.prototype.emit = function notedEmit(event, ...args) {
-  if (event === 'request') moments.add(MOMENT['backend has the request']);
-  return emit.call(this, event, ...args);
-};
-// Every write passes here once: Socket's _writev hands its chunks to _writeGeneric too. Its
-// stdout and stderr are sockets without a peer port.
+diagnostics.subscribe('net.server.socket', ({ socket }) => accepted.add(socket));
+diagnostics.subscribe('http.server.request.start', () => moments.add(MOMENT['backend has the request']));
+// Node publishes no channel for a socket's writes: this one is wrapped. Every write passes here
+// once: Socket's _writev hands its chunks to _writeGeneric too.
 const { _writeGeneric: writeGeneric } = net.Socket.prototype;
 net.Socket.prototype._writeGeneric = function notedWrite(...args) {
-  if (typeof this.remotePort === 'number') moments.add(MOMENT['answer written']);
+  if (accepted.has(this)) moments.add(MOMENT['answer written']);
   return writeGeneric.apply(this, args);
 };
 

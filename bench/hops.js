@@ -1,25 +1,31 @@
 'use strict';
 
 // The hops of a sequential round trip between processes, for bench/critical-path.js: the router
-// (the bench's own client), the gateway or bare proxy in the middle, and the backend each note
-// the moments bytes leave and arrive on CLOCK_MONOTONIC (process.hrtime), which every process on
-// the machine reads alike, and the bench lines them up. With one query in flight the moments come
-// in a fixed order, router write -> ... -> router bytes in; a round trip is counted when all eight
-// follow in that order (an extra chunk in between is passed over: a hop ends at the first), and
-// the router's own time when its next write follows a counted round trip with nothing between.
-// The backend notes its moments with bench/hops-backend.js, the middle with the critical-path
-// probe.
+// (the bench's own client, through runClient's observe hook), the gateway or bare proxy in the
+// middle (bench/hops-middle.js) and the backend (bench/hops-backend.js) each note the moments
+// bytes leave and arrive on CLOCK_MONOTONIC (process.hrtime), which every process on the machine
+// reads alike, and the bench lines them up. With one query in flight the moments come in a fixed
+// order, router write -> ... -> router bytes in; a round trip is counted when all eight follow in
+// that order (an extra chunk in between is passed over: a hop ends at the first), and the router's
+// own time when its next write follows a counted round trip with nothing between.
 
-const MOMENTS = [
-  'router write', 'middle bytes in', 'request written', 'backend has the request',
-  'answer written', 'answer bytes in', 'reply written', 'router bytes in',
-];
-const MOMENT = Object.fromEntries(MOMENTS.map((name, i) => [name, i]));
+/** The moments, numbered in the order a round trip passes them: hopTimes() relies on it. */
+const MOMENT = {
+  'router write': 0,
+  'middle bytes in': 1,
+  'request written': 2,
+  'backend has the request': 3,
+  'answer written': 4,
+  'answer bytes in': 5,
+  'reply written': 6,
+  'router bytes in': 7,
+};
+const ROUND_TRIP = Object.keys(MOMENT).length;
 /** [from, to, what the hop is]: the table's rows, the last from a round trip's end to the next one's start. */
 const HOPS = [
   ['router write', 'middle bytes in', 'router write -> its bytes in the middle'],
   ['middle bytes in', 'request written', 'the middle: bytes in -> request written'],
-  ['request written', 'backend has the request', 'request write -> the backend has it (parsed)'],
+  ['request written', 'backend has the request', 'request write -> the backend has it (its head parsed)'],
   ['backend has the request', 'answer written', 'the backend: request -> answer written'],
   ['answer written', 'answer bytes in', 'answer write -> its bytes in the middle'],
   ['answer bytes in', 'reply written', 'the middle: bytes in -> reply written'],
@@ -78,8 +84,8 @@ function hopTimes(...lists) {
       ended = null;
     } else if (seen !== null && moment === seen.length) {
       seen.push(at);
-      if (seen.length === MOMENTS.length) {
-        for (let h = 0; h < MOMENTS.length - 1; h++) times[h].push(seen[h + 1] - seen[h]);
+      if (seen.length === ROUND_TRIP) {
+        for (let h = 0; h < ROUND_TRIP - 1; h++) times[h].push(seen[h + 1] - seen[h]);
         ended = at;
         seen = null;
       }
