@@ -35,6 +35,8 @@ const { HOPS, MOMENT, Moments, hopTimes } = require('./hops');
 const PROBE = path.join(__dirname, 'critical-path-probe.js');
 const HOPS_MIDDLE = path.join(__dirname, 'hops-middle.js');
 const HOPS_BACKEND = path.join(__dirname, 'hops-backend.js');
+/** Each hop's key in the figures: "from>to". */
+const HOP_KEYS = HOPS.map(([from, to]) => `${from}>${to}`);
 
 /** [gap key, what the step is]: the rows, in the order a query passes them. */
 const STEPS = [
@@ -126,8 +128,9 @@ async function hopRun(variant, label, dir) {
   const times = hopTimes(router.toJSON(), read(files.middle), read(files.backend));
   if (times.some((xs) => xs.length === 0)) throw new Error(`${label}: no round trip could be followed from process to process${tail(err)}`);
   const mean = (xs) => xs.reduce((sum, x) => sum + x, 0) / xs.length;
-  const medians = Object.fromEntries(HOPS.map(([from, to], h) => [`${from}>${to}`, median(times[h])]));
-  const means = Object.fromEntries(HOPS.map(([from, to], h) => [`${from}>${to}`, mean(times[h])]));
+  const byHop = (figure) => Object.fromEntries(HOP_KEYS.map((key, h) => [key, figure(times[h])]));
+  const medians = byHop(median);
+  const means = byHop(mean);
   const sum = (figures) => Object.values(figures).reduce((total, x) => total + x, 0);
   return {
     rate, counted: times[0].length, medians, means, sums: { medians: sum(medians), means: sum(means) },
@@ -182,9 +185,8 @@ async function main() {
 
   // The whole round trip, hop by hop between the processes; "the middle" is the gateway or the bare proxy.
   const hop = (v, key, kind) => median(hopRuns.get(v).map((r) => r[kind][key]));
-  const keys = HOPS.map(([from, to]) => `${from}>${to}`);
   const both = (v, key) => [us(hop(v, key, 'medians')), us(hop(v, key, 'means'))];
-  const hopRows = HOPS.map(([, , what], h) => [what, ...variants.flatMap((v) => both(v, keys[h]))]);
+  const hopRows = HOPS.map(([, , what], h) => [what, ...variants.flatMap((v) => both(v, HOP_KEYS[h]))]);
   // Each run's hops added up, then the median of the runs: a sum of medians taken run by run would mix runs.
   const together = (v, kind) => us(median(hopRuns.get(v).map((r) => r.sums[kind])));
   hopRows.push(['the hops together', ...variants.flatMap((v) => [together(v, 'medians'), together(v, 'means')])]);
@@ -208,7 +210,7 @@ async function main() {
       steps: Object.fromEntries(STEPS.map(([key]) => [key, fig(v, key)])),
       gatewaySideUs: ours(v),
       roundTripUs: roundTrip(v),
-      hops: Object.fromEntries(keys.map((key) => [key, { median: hop(v, key, 'medians'), mean: hop(v, key, 'means') }])),
+      hops: Object.fromEntries(HOP_KEYS.map((key) => [key, { median: hop(v, key, 'medians'), mean: hop(v, key, 'means') }])),
       runs: runs.get(v),
       hopRuns: hopRuns.get(v),
     })),

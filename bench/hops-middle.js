@@ -9,9 +9,7 @@
 // during a run: an admin-port request would count as a router's.
 
 const diagnostics = require('node:diagnostics_channel');
-const fs = require('node:fs');
-const net = require('node:net');
-const { Moments, MOMENT } = require('./hops');
+const { Moments, MOMENT, noteSockets } = require('./hops');
 
 const moments = new Moments();
 const routers = new WeakSet(); // sockets the process accepted
@@ -23,21 +21,12 @@ diagnostics.subscribe('net.server.socket', ({ socket }) => {
 });
 diagnostics.subscribe('net.client.socket', ({ socket }) => backends.add(socket));
 
-// Node publishes no channel for a socket's reads and writes: these two are wrapped.
-const { push } = net.Socket.prototype;
-net.Socket.prototype.push = function notedPush(chunk, encoding) {
-  if (chunk !== null) {
-    if (routers.has(this)) moments.add(MOMENT['middle bytes in']);
-    else if (backends.has(this)) moments.add(MOMENT['answer bytes in']); // every chunk: the hops count from the first
-  }
-  return push.call(this, chunk, encoding);
+const either = (socket, fromRouter, fromBackend) => {
+  if (routers.has(socket)) return fromRouter;
+  return backends.has(socket) ? fromBackend : undefined;
 };
-// Every write passes here once: Socket's _writev hands its chunks to _writeGeneric too.
-const { _writeGeneric: writeGeneric } = net.Socket.prototype;
-net.Socket.prototype._writeGeneric = function notedWrite(...args) {
-  if (routers.has(this)) moments.add(MOMENT['reply written']);
-  else if (backends.has(this)) moments.add(MOMENT['request written']);
-  return writeGeneric.apply(this, args);
-};
-
-process.on('exit', () => fs.writeFileSync(process.env.CRITICAL_PATH_HOPS_FILE, JSON.stringify(moments)));
+noteSockets(moments, {
+  // every chunk of an answer: the hops count from the first
+  read: (socket) => either(socket, MOMENT['middle bytes in'], MOMENT['answer bytes in']),
+  written: (socket) => either(socket, MOMENT['reply written'], MOMENT['request written']),
+});

@@ -9,6 +9,9 @@
 // that order (an extra chunk in between is passed over: a hop ends at the first), and the router's
 // own time when its next write follows a counted round trip with nothing between.
 
+const fs = require('node:fs');
+const net = require('node:net');
+
 /** The moments, numbered in the order a round trip passes them: hopTimes() relies on it. */
 const MOMENT = {
   'router write': 0,
@@ -98,6 +101,32 @@ function hopTimes(...lists) {
   return times;
 }
 
+/**
+ * For the preloads (hops-middle.js, hops-backend.js): notes a moment for each chunk a socket reads
+ * and each write, as read(socket) and written(socket) name one (undefined: none; no read: reads
+ * are not watched), and writes the moments at exit to the file CRITICAL_PATH_HOPS_FILE names. Node
+ * publishes no channel for a socket's reads and writes, so Socket's push and _writeGeneric are
+ * wrapped; every write passes _writeGeneric once (_writev hands its chunks to it too).
+ */
+function noteSockets(moments, { read = null, written }) {
+  const proto = net.Socket.prototype;
+  if (read !== null) {
+    const { push } = proto;
+    proto.push = function notedPush(chunk, encoding) {
+      const moment = chunk === null ? undefined : read(this);
+      if (moment !== undefined) moments.add(moment);
+      return push.call(this, chunk, encoding);
+    };
+  }
+  const { _writeGeneric: writeGeneric } = proto;
+  proto._writeGeneric = function notedWrite(...args) {
+    const moment = written(this);
+    if (moment !== undefined) moments.add(moment);
+    return writeGeneric.apply(this, args);
+  };
+  process.on('exit', () => fs.writeFileSync(process.env.CRITICAL_PATH_HOPS_FILE, JSON.stringify(moments)));
+}
+
 module.exports = {
-  MOMENT, HOPS, Moments, hopTimes,
+  MOMENT, HOPS, Moments, hopTimes, noteSockets,
 };

@@ -45,10 +45,9 @@ class Notes {
     else this.more++;
   }
 
-  /** The notes as a plain list, the last saying how many were left out. */
+  /** The notes as a plain list, the last saying how many were left out (a copy only then). */
   list() {
-    if (this.more > 0) this.items.push(`... and ${this.more} more change(s)`);
-    return this.items;
+    return this.more === 0 ? this.items : [...this.items, `... and ${this.more} more change(s)`];
   }
 }
 
